@@ -1,0 +1,604 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Options configure a Router. Zero values take the documented defaults.
+type Options struct {
+	// Client sends every discovery, stats and health request (the
+	// collector's client, so TLS and auth extensions apply). Required.
+	Client *http.Client
+	// Seeds are the configured endpoint URLs. Required.
+	Seeds []string
+	// RefreshInterval between periodic topology refreshes. Default 30s.
+	RefreshInterval time.Duration
+	// MinRefreshInterval: triggered refreshes never run more often.
+	// Default 1s.
+	MinRefreshInterval time.Duration
+	// StatsInterval between node stats polls and RTT samples. Default
+	// 10s; negative disables polling.
+	StatsInterval time.Duration
+	// RequestTimeout bounds each discovery, stats or health request.
+	// Default 10s.
+	RequestTimeout time.Duration
+	// WindowCeiling caps every node's congestion window. 0 = discovered:
+	// the node's thread_pool.write.size, else 4 × its processors, else 32.
+	WindowCeiling int
+	// Disabled turns routing off: Locate always answers ReasonDisabled
+	// and unrouted documents rotate over healthy nodes.
+	Disabled bool
+	// Logger; nil means no logging.
+	Logger *zap.Logger
+	// OnRefresh, if set, is called after every refresh with its trigger
+	// and outcome ("ok", "error", "forbidden").
+	OnRefresh func(trigger, outcome string)
+	// OnNodeState, if set, is called when a node changes state.
+	OnNodeState func(n *Node, s NodeState)
+}
+
+// Refresh triggers.
+const (
+	TriggerStart       = "start"
+	TriggerPeriodic    = "periodic"
+	TriggerUnknown     = "unknown_index"
+	TriggerNodeFailure = "node_failure"
+	TriggerRollover    = "rollover"
+	TriggerMoved       = "shard_moved"
+)
+
+// Resurrection constants (seed 001).
+const (
+	resurrectInitial  = 5 * time.Second
+	resurrectMax      = 30 * time.Second
+	resurrectFloor    = 500 * time.Millisecond
+	resurrectJitter   = 0.5
+	defaultProcessors = 8
+	maxWanted         = 10000
+)
+
+// Router owns the topology and the per-node state. Locate and Pick are
+// safe for concurrent use and take no lock on the topology.
+type Router struct {
+	opts   Options
+	scheme string
+	log    *zap.Logger
+
+	topo  atomic.Pointer[Topology]
+	seeds []*Node // pseudo-nodes for the seed URLs, used until discovery works
+
+	mu      sync.Mutex       // guards nodes and wanted
+	nodes   map[string]*Node // every node ever discovered and not retired, by id
+	wanted  map[string]struct{}
+	wantedN atomic.Int32
+
+	refreshMu   sync.Mutex // serialises refreshes
+	lastRefresh time.Time  // guarded by refreshMu
+	warned      sync.Map   // call name → struct{}: one warning per refused call
+
+	trigger chan string
+	rr      atomic.Uint32
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed atomic.Bool
+
+	// Counters.
+	RefreshErrors atomic.Int64
+	Forbidden     atomic.Int64
+	Coalesced     atomic.Int64
+
+	now      func() time.Time
+	jitter   func() float64
+	afterDur func(d time.Duration, f func()) *time.Timer
+}
+
+// New validates the options and returns a Router that knows only its
+// seeds. Call Start to begin discovery, or Refresh to discover now.
+func New(opts Options) (*Router, error) {
+	if opts.Client == nil {
+		return nil, errors.New("routing: Options.Client is required")
+	}
+	if len(opts.Seeds) == 0 {
+		return nil, errors.New("routing: at least one seed endpoint is required")
+	}
+	if opts.RefreshInterval <= 0 {
+		opts.RefreshInterval = 30 * time.Second
+	}
+	if opts.MinRefreshInterval <= 0 {
+		opts.MinRefreshInterval = time.Second
+	}
+	if opts.StatsInterval == 0 {
+		opts.StatsInterval = 10 * time.Second
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = 10 * time.Second
+	}
+	if opts.WindowCeiling < 0 {
+		return nil, fmt.Errorf("routing: window ceiling must be ≥ 0, got %d", opts.WindowCeiling)
+	}
+	r := &Router{
+		opts:     opts,
+		log:      opts.Logger,
+		nodes:    map[string]*Node{},
+		wanted:   map[string]struct{}{},
+		trigger:  make(chan string, 1),
+		now:      time.Now,
+		jitter:   rand.Float64,
+		afterDur: time.AfterFunc,
+	}
+	if r.log == nil {
+		r.log = zap.NewNop()
+	}
+	for _, s := range opts.Seeds {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("routing: endpoint %q is not an http(s) URL", s)
+		}
+		if r.scheme == "" {
+			r.scheme = u.Scheme
+		} else if r.scheme != u.Scheme {
+			return nil, fmt.Errorf("routing: endpoints mix %s and %s", r.scheme, u.Scheme)
+		}
+		base := u.Scheme + "://" + u.Host + strings.TrimSuffix(u.Path, "/")
+		info := &NodeInfo{ID: base, Name: u.Host, URL: base}
+		r.seeds = append(r.seeds, newNode(info, r.ceiling(info), opts.WindowCeiling > 0))
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	return r, nil
+}
+
+// ceiling is the window ceiling for a node.
+func (r *Router) ceiling(info *NodeInfo) int {
+	switch {
+	case r.opts.WindowCeiling > 0:
+		return r.opts.WindowCeiling
+	case info.WriteThreads > 0:
+		return info.WriteThreads
+	case info.Processors > 0:
+		return 4 * info.Processors
+	}
+	return 4 * defaultProcessors
+}
+
+// Start begins periodic discovery (with an immediate first refresh) and,
+// unless disabled, node stats polling. It does not wait for discovery.
+func (r *Router) Start() {
+	r.wg.Add(1)
+	go r.refreshLoop()
+	if r.opts.StatsInterval > 0 {
+		r.wg.Add(1)
+		go r.statsLoop()
+	}
+}
+
+// Close stops every background goroutine and timer and waits for them.
+func (r *Router) Close() {
+	if r.closed.Swap(true) {
+		return
+	}
+	r.cancel()
+	r.mu.Lock()
+	all := r.allNodesLocked()
+	r.mu.Unlock()
+	for _, n := range all {
+		n.mu.Lock()
+		if n.timer != nil && n.timer.Stop() {
+			r.wg.Done() // the probe it would have run will not run
+		}
+		n.timer = nil
+		n.mu.Unlock()
+	}
+	r.wg.Wait()
+}
+
+// must hold r.mu
+func (r *Router) allNodesLocked() []*Node {
+	out := append([]*Node(nil), r.seeds...)
+	for _, n := range r.nodes {
+		out = append(out, n)
+	}
+	return out
+}
+
+// Topology returns the current snapshot (nil before the first successful
+// discovery).
+func (r *Router) Topology() *Topology { return r.topo.Load() }
+
+// Nodes returns the nodes requests can go to: the discovered ones, or the
+// seeds before discovery.
+func (r *Router) Nodes() []*Node {
+	if t := r.topo.Load(); t != nil && len(t.Nodes) > 0 {
+		return t.Nodes
+	}
+	return r.seeds
+}
+
+// Locate returns the healthy node holding the primary for a document, or
+// nil and the reason it must be sent unrouted. A target the topology does
+// not know is remembered and fetched by the next refresh (one is
+// triggered).
+func (r *Router) Locate(target, id, routing string) (*Node, Reason) {
+	if r.opts.Disabled {
+		return nil, ReasonDisabled
+	}
+	t := r.topo.Load()
+	n, reason := t.Locate(target, id, routing)
+	switch reason {
+	case Routed:
+		if n.dead.Load() {
+			return nil, ReasonNodeUnhealthy
+		}
+	case ReasonUnknownIndex, ReasonNoTopology:
+		r.want(target)
+	}
+	return n, reason
+}
+
+// want records a target name to fetch at the next refresh.
+func (r *Router) want(name string) {
+	if name == "" || int(r.wantedN.Load()) >= maxWanted {
+		return
+	}
+	r.mu.Lock()
+	_, ok := r.wanted[name]
+	if !ok {
+		r.wanted[name] = struct{}{}
+		r.wantedN.Store(int32(len(r.wanted)))
+	}
+	r.mu.Unlock()
+	if !ok {
+		r.Trigger(TriggerUnknown)
+	}
+}
+
+// Pick chooses the node for a document that cannot be routed: the alive,
+// not overloaded node with the lowest Score, ties rotating. If every node
+// is overloaded it picks among the alive ones; if every node is dead, it
+// rotates over them (one of them may be back). With routing disabled it is
+// plain round-robin over healthy nodes.
+func (r *Router) Pick() *Node {
+	nodes := r.Nodes()
+	start := int(r.rr.Add(1))
+	if r.opts.Disabled {
+		for i := range nodes {
+			n := nodes[(start+i)%len(nodes)]
+			if n.Alive() {
+				return n
+			}
+		}
+		return nodes[start%len(nodes)]
+	}
+	var best *Node
+	bestScore := math.Inf(1)
+	for pass := 0; pass < 2 && best == nil; pass++ {
+		for i := range nodes {
+			n := nodes[(start+i)%len(nodes)]
+			if !n.Alive() || (pass == 0 && n.overloaded.Load()) {
+				continue
+			}
+			if s := n.Score(); s < bestScore {
+				best, bestScore = n, s
+			}
+		}
+	}
+	if best == nil {
+		best = nodes[start%len(nodes)]
+	}
+	return best
+}
+
+// Trigger asks for a refresh soon. It never blocks: requests coalesce, and
+// refreshes never run more often than MinRefreshInterval.
+func (r *Router) Trigger(reason string) {
+	select {
+	case r.trigger <- reason:
+	default:
+		r.Coalesced.Add(1)
+	}
+}
+
+func (r *Router) refreshLoop() {
+	defer r.wg.Done()
+	_ = r.Refresh(r.ctx, TriggerStart)
+	tick := time.NewTicker(r.opts.RefreshInterval)
+	defer tick.Stop()
+	for {
+		reason := TriggerPeriodic
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-tick.C:
+		case reason = <-r.trigger:
+			r.refreshMu.Lock()
+			wait := r.opts.MinRefreshInterval - r.now().Sub(r.lastRefresh)
+			r.refreshMu.Unlock()
+			if wait > 0 {
+				select {
+				case <-r.ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+			}
+		}
+		_ = r.Refresh(r.ctx, reason)
+	}
+}
+
+// endpoints lists where discovery calls go: seeds first, then the alive
+// discovered nodes.
+func (r *Router) endpoints() []string {
+	out := make([]string, 0, len(r.seeds)+8)
+	seen := map[string]bool{}
+	for _, s := range r.seeds {
+		out = append(out, s.URL())
+		seen[s.URL()] = true
+	}
+	if t := r.topo.Load(); t != nil {
+		for _, n := range t.Nodes {
+			if u := n.URL(); !seen[u] && n.Alive() {
+				out = append(out, u)
+				seen[u] = true
+			}
+		}
+	}
+	return out
+}
+
+// get runs one discovery call against the first endpoint that answers. An
+// HTTP error status is an answer (it comes from the cluster, not from a
+// dead node); connection errors move on to the next endpoint.
+func (r *Router) get(ctx context.Context, eps []string, call, path string, v any) error {
+	var last error
+	for _, ep := range eps {
+		cctx, cancel := context.WithTimeout(ctx, r.opts.RequestTimeout)
+		err := getJSON(cctx, r.opts.Client, call, ep, path, v)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		var he *HTTPError
+		if errors.As(err, &he) || errors.Is(err, errMalformed) || ctx.Err() != nil {
+			return err
+		}
+		last = err
+	}
+	return fmt.Errorf("routing: %s: no endpoint answered: %w", call, last)
+}
+
+// forbidden logs one warning per refused call and counts it.
+func (r *Router) forbidden(call string, err error) {
+	r.Forbidden.Add(1)
+	if _, dup := r.warned.LoadOrStore(call, struct{}{}); !dup {
+		r.log.Warn("OpenSearch refused a discovery call; documents that need it are sent unrouted",
+			zap.String("call", call), zap.String("missing_privilege", privilege[call]), zap.Error(err))
+	}
+}
+
+// Refresh discovers the topology now and swaps it in. On failure the
+// previous snapshot stays in place and the error is counted and returned.
+func (r *Router) Refresh(ctx context.Context, trigger string) error {
+	r.refreshMu.Lock()
+	defer r.refreshMu.Unlock()
+	t, err := r.discover(ctx)
+	r.lastRefresh = r.now()
+	outcome := "ok"
+	switch {
+	case err == nil:
+		r.topo.Store(t)
+	case isForbidden(err):
+		outcome = "forbidden"
+	default:
+		outcome = "error"
+		r.RefreshErrors.Add(1)
+		if ctx.Err() == nil {
+			r.log.Debug("topology refresh failed; keeping the previous snapshot", zap.String("trigger", trigger), zap.Error(err))
+		}
+	}
+	if r.opts.OnRefresh != nil {
+		r.opts.OnRefresh(trigger, outcome)
+	}
+	return err
+}
+
+// discover builds a new snapshot from the cluster.
+func (r *Router) discover(ctx context.Context) (*Topology, error) {
+	eps := r.endpoints()
+
+	var ni nodesInfoResponse
+	if err := r.get(ctx, eps, "nodes", pathNodesInfo, &ni); err != nil {
+		if isForbidden(err) {
+			r.forbidden("nodes", err)
+		}
+		return nil, err
+	}
+	infos, err := parseNodes(&ni, r.scheme)
+	if err != nil {
+		return nil, err
+	}
+
+	r.mu.Lock()
+	wanted := make([]string, 0, len(r.wanted))
+	for w := range r.wanted {
+		wanted = append(wanted, w)
+	}
+	r.mu.Unlock()
+
+	t := &Topology{
+		Indices:     map[string]*Index{},
+		DataStreams: map[string]string{},
+		targets:     map[string]target{},
+		Fetched:     r.now(),
+	}
+	t.Nodes, err = r.adoptNodes(infos)
+	if err != nil {
+		return nil, err
+	}
+	if len(wanted) == 0 {
+		return t, nil
+	}
+
+	// Data streams among the wanted names, and their write indices.
+	var ds dataStreamsResponse
+	if err := r.get(ctx, eps, "data_streams", pathDataStreams, &ds); err != nil {
+		if !isForbidden(err) {
+			return nil, err
+		}
+		r.forbidden("data_streams", err)
+	}
+	writeIdx := ds.writeIndices()
+	concrete := map[string]bool{}
+	for _, w := range wanted {
+		if wi, ok := writeIdx[w]; ok {
+			t.DataStreams[w] = wi
+			concrete[wi] = true
+		} else {
+			concrete[w] = true
+		}
+	}
+	names := make([]string, 0, len(concrete))
+	for n := range concrete {
+		names = append(names, n)
+	}
+
+	layouts := map[string]Layout{}
+	for _, b := range batches(names) {
+		var md metadataResponse
+		if err := r.get(ctx, eps, "metadata", fmt.Sprintf(pathMetadata, b), &md); err != nil {
+			if isForbidden(err) {
+				r.forbidden("metadata", err)
+			}
+			return nil, err
+		}
+		ls, err := md.layouts()
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range ls {
+			if concrete[k] { // an alias or pattern may expand to other names
+				layouts[k] = v
+			}
+		}
+	}
+	for name, l := range layouts {
+		t.Indices[name] = &Index{Name: name, Layout: l, Shards: make([]Shard, l.Shards)}
+	}
+
+	found := make([]string, 0, len(layouts))
+	for n := range layouts {
+		found = append(found, n)
+	}
+	byName := map[string]*Node{}
+	for _, n := range t.Nodes {
+		byName[n.Name()] = n
+	}
+	for _, b := range batches(found) {
+		var rows []catShard
+		if err := r.get(ctx, eps, "shards", fmt.Sprintf(pathCatShards, b), &rows); err != nil {
+			if isForbidden(err) {
+				r.forbidden("shards", err)
+			}
+			return nil, err
+		}
+		if err := t.applyShards(rows, byName); err != nil {
+			return nil, err
+		}
+	}
+
+	for _, w := range wanted {
+		name, ds := w, false
+		if wi, ok := t.DataStreams[w]; ok {
+			name, ds = wi, true
+		}
+		if idx, ok := t.Indices[name]; ok {
+			t.targets[w] = target{index: idx, dataStream: ds}
+		}
+	}
+	return t, nil
+}
+
+// applyShards fills the shard table from _cat/shards rows.
+func (t *Topology) applyShards(rows []catShard, byName map[string]*Node) error {
+	for _, row := range rows {
+		idx, ok := t.Indices[row.Index]
+		if !ok {
+			continue
+		}
+		s, err := strconv.Atoi(row.Shard)
+		if err != nil || s < 0 || s >= len(idx.Shards) {
+			return fmt.Errorf("routing: shards: %w: shard %q of %q (index has %d)", errMalformed, row.Shard, row.Index, len(idx.Shards))
+		}
+		c := ShardCopy{State: parseShardState(row.State)}
+		if row.Node != nil {
+			c.Node = byName[relocatingSource(*row.Node)]
+		}
+		switch row.Prirep {
+		case "p":
+			idx.Shards[s].Primary = c
+		case "r":
+			idx.Shards[s].Replicas = append(idx.Shards[s].Replicas, c)
+		default:
+			return fmt.Errorf("routing: shards: %w: prirep %q", errMalformed, row.Prirep)
+		}
+	}
+	return nil
+}
+
+// adoptNodes maps discovered NodeInfos onto persistent Nodes: known ids
+// keep their state (window, health), new ids get fresh state, ids no longer
+// present are retired.
+func (r *Router) adoptNodes(infos []*NodeInfo) ([]*Node, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*Node, 0, len(infos))
+	present := map[string]bool{}
+	for _, info := range infos {
+		present[info.ID] = true
+		n, ok := r.nodes[info.ID]
+		if !ok {
+			n = newNode(info, r.ceiling(info), r.opts.WindowCeiling > 0)
+			// A discovered node that answers at a seed's address inherits
+			// that seed's health.
+			for _, s := range r.seeds {
+				if s.URL() == info.URL && s.dead.Load() {
+					n.dead.Store(true)
+					r.scheduleProbe(n)
+				}
+			}
+			r.nodes[info.ID] = n
+		} else {
+			n.info.Store(info)
+			if !n.ceilingSet {
+				n.window.SetCeiling(r.ceiling(info))
+			}
+		}
+		out = append(out, n)
+	}
+	for id, n := range r.nodes {
+		if !present[id] {
+			delete(r.nodes, id)
+			n.mu.Lock()
+			n.retired = true
+			if n.timer != nil && n.timer.Stop() {
+				r.wg.Done()
+			}
+			n.timer = nil
+			n.mu.Unlock()
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,633 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+func newTestRouter(t *testing.T, f *fakeCluster, mod func(*Options)) *Router {
+	t.Helper()
+	o := Options{Client: f.srv.Client(), Seeds: []string{f.srv.URL}, StatsInterval: -1}
+	if mod != nil {
+		mod(&o)
+	}
+	r, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+// threeNodes: index "logs" with 3 shards (R 768) one primary per node, and
+// a data stream with two backing indices whose last one is the write index.
+func threeNodes(t *testing.T) *fakeCluster {
+	f := newFakeCluster(t, "n0", "n1", "n2")
+	f.indices["logs"] = &fakeIndex{N: 3, R: 768, P: 1, Primary: []string{"n0", "n1", "n2"},
+		Replicas: [][]string{{"n1"}, {"n2"}, {"n0"}}}
+	f.indices[".ds-ss4o_logs-default-namespace-000001"] = &fakeIndex{N: 1, R: 1024, P: 1, Primary: []string{"n0"}}
+	f.indices[".ds-ss4o_logs-default-namespace-000002"] = &fakeIndex{N: 2, R: 1024, P: 1, Primary: []string{"n1", "n2"}}
+	f.streams["ss4o_logs-default-namespace"] = []string{".ds-ss4o_logs-default-namespace-000001", ".ds-ss4o_logs-default-namespace-000002"}
+	return f
+}
+
+func TestDiscoveryAndLocate(t *testing.T) {
+	f := threeNodes(t)
+	r := newTestRouter(t, f, nil)
+	ctx := context.Background()
+
+	// Before discovery: no topology; the name is remembered.
+	if n, why := r.Locate("logs", "a", ""); n != nil || why != ReasonNoTopology {
+		t.Fatalf("before discovery: %v %v", n, why)
+	}
+	r.Locate("ss4o_logs-default-namespace", "a", "")
+	r.Locate("alias-or-missing", "a", "")
+	if err := r.Refresh(ctx, TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	topo := r.Topology()
+	if len(topo.Nodes) != 3 {
+		t.Fatalf("nodes: %d", len(topo.Nodes))
+	}
+	info := topo.Nodes[0].Info()
+	if info.ID != "id-n0" || info.Name != "n0" || info.Zone != "a" || info.URL != f.srv.URL || info.WriteThreads != 2 || info.Processors != 2 || info.MaxContentLength != 104857600 {
+		t.Fatalf("node info: %+v", info)
+	}
+	if _, _, c, _ := topo.Nodes[0].Window().State(); c != 2 {
+		t.Fatalf("window ceiling from thread_pool.write.size: %d", c)
+	}
+	for i := 0; i < 300; i++ {
+		id := fmt.Sprintf("doc-%d", i)
+		n, why := r.Locate("logs", id, "")
+		want, _ := ShardFor(id, "", 3, 768, 1)
+		if why != Routed || n.Name() != fmt.Sprintf("n%d", want) {
+			t.Fatalf("Locate(logs, %s) = %v %v, want n%d", id, n, why, want)
+		}
+		// Data stream → write index (-000002, 2 shards on n1, n2).
+		n, why = r.Locate("ss4o_logs-default-namespace", id, "")
+		want, _ = ShardFor(id, "", 2, 1024, 1)
+		if why != Routed || n.Name() != fmt.Sprintf("n%d", want+1) {
+			t.Fatalf("Locate(stream, %s) = %v %v, want n%d", id, n, why, want+1)
+		}
+	}
+	if wi, ok := topo.WriteIndex("ss4o_logs-default-namespace"); !ok || wi.Name != ".ds-ss4o_logs-default-namespace-000002" || !topo.IsDataStream("ss4o_logs-default-namespace") {
+		t.Fatalf("write index: %v %v", wi, ok)
+	}
+	if _, why := r.Locate("alias-or-missing", "a", ""); why != ReasonUnknownIndex {
+		t.Fatalf("alias: %v", why)
+	}
+	if _, why := r.Locate("logs", "", ""); why != ReasonNoID {
+		t.Fatalf("no id: %v", why)
+	}
+	// Replicas are known too.
+	idx := topo.Indices["logs"]
+	if len(idx.Shards[0].Replicas) != 1 || idx.Shards[0].Replicas[0].Node.Name() != "n1" {
+		t.Fatalf("replicas: %+v", idx.Shards[0])
+	}
+}
+
+func TestNewNameRoutableAfterNextRefresh(t *testing.T) {
+	f := threeNodes(t)
+	r := newTestRouter(t, f, nil)
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	if _, why := r.Locate("logs", "x", ""); why != ReasonUnknownIndex {
+		t.Fatalf("first sight: %v", why)
+	}
+	select {
+	case reason := <-r.trigger:
+		if reason != TriggerUnknown {
+			t.Fatalf("trigger reason %q", reason)
+		}
+	default:
+		t.Fatal("an unknown name must trigger a refresh")
+	}
+	if err := r.Refresh(context.Background(), TriggerUnknown); err != nil {
+		t.Fatal(err)
+	}
+	if _, why := r.Locate("logs", "x", ""); why != Routed {
+		t.Fatalf("after refresh: %v", why)
+	}
+}
+
+func TestShardStates(t *testing.T) {
+	f := newFakeCluster(t, "n0", "n1")
+	f.indices["i"] = &fakeIndex{N: 4, R: 8, P: 1,
+		Primary: []string{"n0", "", "n0 -> 127.0.0.1 id-n1 n1", "n1"},
+		State:   []string{"", "", "RELOCATING", "INITIALIZING"}}
+	f.indices["part"] = &fakeIndex{N: 4, R: 8, P: 3, Primary: []string{"n0", "n1", "n0", "n1"}}
+	r := newTestRouter(t, f, nil)
+	r.want("i")
+	r.want("part")
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	// Find one id per shard.
+	seen := map[int]Reason{}
+	for i := 0; len(seen) < 4 && i < 1000; i++ {
+		id := fmt.Sprint(i)
+		s, _ := ShardFor(id, "", 4, 8, 1)
+		_, why := r.Locate("i", id, "")
+		seen[s] = why
+	}
+	want := map[int]Reason{0: Routed, 1: ReasonUnassigned, 2: ReasonPrimaryMoving, 3: ReasonPrimaryMoving}
+	for s, w := range want {
+		if seen[s] != w {
+			t.Errorf("shard %d: %v, want %v", s, seen[s], w)
+		}
+	}
+	// The relocating source is parsed from "src -> ip id name".
+	if n := r.Topology().Indices["i"].Shards[2].Primary.Node; n == nil || n.Name() != "n0" {
+		t.Errorf("relocating source: %v", n)
+	}
+	if _, why := r.Locate("part", "a_1", ""); why != ReasonRoutingRequired {
+		t.Errorf("partitioned without routing: %v", why)
+	}
+	n, why := r.Locate("part", "a_1", "a")
+	if why != Routed || n.Name() != "n0" { // vector: a_1 a 4 8 3 → shard 2
+		t.Errorf("partitioned with routing: %v %v", n, why)
+	}
+}
+
+func TestSplitIndexKeepsRoutingShards(t *testing.T) {
+	// _split and _shrink keep the source's R, so R is read from the
+	// cluster state, never recomputed from N: here R = 96 where the default
+	// for 6 shards would be 768.
+	f := newFakeCluster(t, "n0", "n1", "n2")
+	f.indices["split"] = &fakeIndex{N: 6, R: 96, P: 1, Primary: []string{"n0", "n1", "n2", "n0", "n1", "n2"}}
+	r := newTestRouter(t, f, nil)
+	r.want("split")
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	if l := r.Topology().Indices["split"].Layout; l != (Layout{6, 96, 1}) {
+		t.Fatalf("layout read from metadata: %+v (default R would be %d)", l, DefaultRoutingShards(6))
+	}
+	for i := 0; i < 100; i++ {
+		id := fmt.Sprint("d", i)
+		s, _ := ShardFor(id, "", 6, 96, 1)
+		n, _ := r.Locate("split", id, "")
+		if n.Name() != fmt.Sprintf("n%d", s%3) {
+			t.Fatalf("%s: %s, want shard %d", id, n.Name(), s)
+		}
+	}
+}
+
+func TestPublishAddressForms(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:9200":                       "127.0.0.1:9200",
+		"localhost/127.0.0.1:9201":             "127.0.0.1:9201",
+		"node-1.example/10.0.0.7:9200":         "10.0.0.7:9200",
+		"[::1]:9200":                           "[::1]:9200",
+		"ip6-localhost/[0:0:0:0:0:0:0:1]:9200": "[0:0:0:0:0:0:0:1]:9200",
+	} {
+		got, err := publishHostPort(in)
+		if err != nil || got != want {
+			t.Errorf("publishHostPort(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "nohost", "host/", "1.2.3.4"} {
+		if _, err := publishHostPort(bad); err == nil {
+			t.Errorf("publishHostPort(%q) accepted", bad)
+		}
+	}
+}
+
+func TestForbiddenKeepsWorkingUnrouted(t *testing.T) {
+	f := threeNodes(t)
+	f.status["nodes"] = http.StatusForbidden
+	core, logs := observer.New(zap.WarnLevel)
+	var outcomes []string
+	r := newTestRouter(t, f, func(o *Options) {
+		o.Logger = zap.New(core)
+		o.OnRefresh = func(_, outcome string) { outcomes = append(outcomes, outcome) }
+	})
+	for i := 0; i < 3; i++ {
+		err := r.Refresh(context.Background(), TriggerPeriodic)
+		if !isForbidden(err) {
+			t.Fatalf("refresh %d: %v", i, err)
+		}
+	}
+	if r.Forbidden.Load() != 3 || logs.Len() != 1 {
+		t.Fatalf("forbidden count %d, warnings %d (want 3, 1)", r.Forbidden.Load(), logs.Len())
+	}
+	entry := logs.All()[0]
+	if entry.ContextMap()["missing_privilege"] != "cluster:monitor/nodes/info" {
+		t.Fatalf("warning does not name the privilege: %v", entry.ContextMap())
+	}
+	if strings.Join(outcomes, ",") != "forbidden,forbidden,forbidden" {
+		t.Fatalf("outcomes %v", outcomes)
+	}
+	if _, why := r.Locate("logs", "a", ""); why != ReasonNoTopology {
+		t.Fatalf("locate: %v", why)
+	}
+	if n := r.Pick(); n == nil || n.URL() != f.srv.URL {
+		t.Fatalf("pick must fall back to the seed: %v", n)
+	}
+
+	// Forbidden data streams only: plain indices still route.
+	f.set(func(f *fakeCluster) { delete(f.status, "nodes"); f.status["data_streams"] = http.StatusForbidden })
+	r.want("logs")
+	if err := r.Refresh(context.Background(), TriggerPeriodic); err != nil {
+		t.Fatal(err)
+	}
+	if _, why := r.Locate("logs", "a", ""); why != Routed {
+		t.Fatalf("plain index with data streams forbidden: %v", why)
+	}
+	if _, why := r.Locate("ss4o_logs-default-namespace", "a", ""); why != ReasonUnknownIndex {
+		t.Fatalf("data stream with data streams forbidden: %v", why)
+	}
+}
+
+func TestMalformedKeepsPreviousSnapshot(t *testing.T) {
+	f := threeNodes(t)
+	r := newTestRouter(t, f, nil)
+	r.want("logs")
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	good := r.Topology()
+	cases := map[string]string{
+		"nodes":    `{"nodes":`,
+		"metadata": `{"metadata":{"indices":{"logs":{"routing_num_shards":768,"settings":{"index":{"number_of_shards":"three"}}}}}}`,
+		"shards":   `[{"index":"logs","shard":"7","prirep":"p","state":"STARTED","node":"n0"}]`,
+	}
+	for call, body := range cases {
+		f.set(func(f *fakeCluster) { f.raw = map[string]string{call: body} })
+		errsBefore := r.RefreshErrors.Load()
+		if err := r.Refresh(context.Background(), TriggerPeriodic); err == nil || !errors.Is(err, errMalformed) {
+			t.Errorf("%s: err = %v", call, err)
+		}
+		if r.Topology() != good {
+			t.Errorf("%s: snapshot replaced by a malformed response", call)
+		}
+		if r.RefreshErrors.Load() != errsBefore+1 {
+			t.Errorf("%s: error not counted", call)
+		}
+	}
+	f.set(func(f *fakeCluster) {
+		f.raw = map[string]string{"metadata": `{"metadata":{"indices":{"logs":{"routing_num_shards":10,"settings":{"index":{"number_of_shards":"3"}}}}}}`}
+	})
+	if err := r.Refresh(context.Background(), TriggerPeriodic); err == nil || !strings.Contains(err.Error(), "routing_num_shards 10 must be a multiple of number_of_shards 3") {
+		t.Errorf("impossible layout: %v", err)
+	}
+}
+
+func TestNamesFetchedInShortBatches(t *testing.T) {
+	f := newFakeCluster(t, "n0")
+	r := newTestRouter(t, f, nil)
+	for i := 0; i < 200; i++ {
+		name := fmt.Sprintf("index-with-a-rather-long-name-%03d", i)
+		f.indices[name] = &fakeIndex{N: 1, R: 1024, P: 1, Primary: []string{"n0"}}
+		r.want(name)
+	}
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.metadataURL) < 3 {
+		t.Fatalf("200 names in %d metadata calls", len(f.metadataURL))
+	}
+	for _, u := range f.metadataURL {
+		if len(u) > maxNamesLen+400 {
+			t.Errorf("URL of %d bytes", len(u))
+		}
+	}
+	if len(r.Topology().Indices) != 200 {
+		t.Fatalf("indices: %d", len(r.Topology().Indices))
+	}
+}
+
+func TestTriggerCoalescesAndRateLimits(t *testing.T) {
+	f := threeNodes(t)
+	r := newTestRouter(t, f, func(o *Options) {
+		o.MinRefreshInterval = 300 * time.Millisecond
+		o.RefreshInterval = time.Hour
+	})
+	r.Start()
+	deadline := time.Now().Add(5 * time.Second)
+	for f.callCount("nodes") < 1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	for time.Since(start) < 700*time.Millisecond {
+		r.Trigger(TriggerRollover)
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(350 * time.Millisecond)
+	n := f.callCount("nodes")
+	// 1 at start, then at most one per 300 ms over ~1 s.
+	if n < 2 || n > 5 {
+		t.Fatalf("%d refreshes for hundreds of triggers in ~1s with a 300ms minimum interval", n)
+	}
+	if r.Coalesced.Load() == 0 {
+		t.Fatal("no trigger was coalesced")
+	}
+}
+
+// syncTimers makes resurrection timers controllable by the test.
+type syncTimers struct {
+	mu  sync.Mutex
+	fns []func()
+	ds  []time.Duration
+}
+
+func (s *syncTimers) after(d time.Duration, f func()) *time.Timer {
+	s.mu.Lock()
+	s.fns = append(s.fns, f)
+	s.ds = append(s.ds, d)
+	s.mu.Unlock()
+	return time.NewTimer(time.Hour) // stoppable stand-in
+}
+
+func (s *syncTimers) fire() int {
+	s.mu.Lock()
+	fns := s.fns
+	s.fns = nil
+	s.mu.Unlock()
+	for _, f := range fns {
+		f()
+	}
+	return len(fns)
+}
+
+func TestDeadNodeAndResurrection(t *testing.T) {
+	f := threeNodes(t)
+	var states []string
+	var smu sync.Mutex
+	r := newTestRouter(t, f, func(o *Options) {
+		o.OnNodeState = func(n *Node, s NodeState) { smu.Lock(); states = append(states, n.Name()+":"+s.String()); smu.Unlock() }
+	})
+	timers := &syncTimers{}
+	r.afterDur = timers.after
+	r.jitter = func() float64 { return 0 }
+	r.want("logs")
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	for i := 0; ; i++ {
+		id = fmt.Sprint(i)
+		if s, _ := ShardFor(id, "", 3, 768, 1); s == 1 {
+			break
+		}
+	}
+	n1, _ := r.Locate("logs", id, "")
+	r.MarkDead(n1, errors.New("connection refused"))
+	if _, why := r.Locate("logs", id, ""); why != ReasonNodeUnhealthy {
+		t.Fatalf("dead primary node: %v", why)
+	}
+	for i := 0; i < 10; i++ {
+		if p := r.Pick(); p == n1 {
+			t.Fatal("Pick chose a dead node")
+		}
+	}
+	// 2 of 3 alive, first failure: 5s × 2/3.
+	if timers.ds[0] != 5*time.Second*2/3 {
+		t.Fatalf("first resurrection timeout %v", timers.ds[0])
+	}
+	// Health check fails (5xx): stays dead, backs off further.
+	f.set(func(f *fakeCluster) { f.raw["ping"] = ""; f.status["ping"] = 503 })
+	if timers.fire() != 1 || n1.Alive() {
+		t.Fatal("a failing health check must keep the node dead")
+	}
+	if len(timers.ds) != 2 || timers.ds[1] != 10*time.Second*2/3 {
+		t.Fatalf("second timeout %v", timers.ds)
+	}
+	f.set(func(f *fakeCluster) { delete(f.status, "ping"); delete(f.raw, "ping") })
+	timers.fire()
+	if !n1.Alive() {
+		t.Fatal("a passing health check must bring the node back")
+	}
+	if _, why := r.Locate("logs", id, ""); why != Routed {
+		t.Fatalf("after resurrection: %v", why)
+	}
+	smu.Lock()
+	got := strings.Join(states, ",")
+	smu.Unlock()
+	if got != "n1:dead,n1:alive" {
+		t.Fatalf("state changes %q", got)
+	}
+}
+
+func TestResurrectTimeoutTable(t *testing.T) {
+	cases := []struct {
+		failures, live, total int
+		want                  time.Duration
+	}{
+		{1, 0, 3, 500 * time.Millisecond},
+		{1, 2, 3, 5 * time.Second * 2 / 3},
+		{2, 2, 3, 10 * time.Second * 2 / 3},
+		{3, 2, 3, 20 * time.Second * 2 / 3},
+		{4, 2, 3, 30 * time.Second * 2 / 3},
+		{9, 2, 3, 30 * time.Second * 2 / 3},
+		{9, 1, 3, 10 * time.Second},
+		{9, 10, 150, 2500 * time.Millisecond},
+		{9, 50, 150, 12500 * time.Millisecond},
+		{9, 149, 150, 30 * time.Second},
+	}
+	for _, c := range cases {
+		if got := ResurrectTimeout(c.failures, c.live, c.total, 8, 0); got != c.want {
+			t.Errorf("ResurrectTimeout(%d, %d/%d) = %v, want %v", c.failures, c.live, c.total, got, c.want)
+		}
+	}
+	if got := ResurrectTimeout(1, 2, 3, 8, 0.999); got <= 5*time.Second*2/3 || got > 5*time.Second {
+		t.Errorf("jitter: %v", got)
+	}
+}
+
+func TestPollStats(t *testing.T) {
+	f := threeNodes(t)
+	r := newTestRouter(t, f, nil)
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	nodes := r.Topology().Nodes
+	// Grow every window a little first.
+	for _, n := range nodes {
+		for i := 0; i < 2; i++ {
+			tk, _ := n.Window().Acquire(context.Background())
+			n.Window().Release(tk, Success)
+		}
+	}
+	f.set(func(f *fakeCluster) { f.rejected["n0"] = 7 })
+	if err := r.PollStats(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c, _, _, _ := nodes[0].Window().State(); c != 2 {
+		t.Fatalf("the first poll is only a baseline: cwnd %d", c)
+	}
+	f.set(func(f *fakeCluster) { f.rejected["n0"] = 9; f.heap["n1"] = 91; f.breaker["n2"] = [2]int64{950, 1000} })
+	if err := r.PollStats(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c, _, _, _ := nodes[0].Window().State(); c != 1 {
+		t.Fatalf("growing write.rejected must shrink the window: cwnd %d", c)
+	}
+	if nodes[0].State() != NodeAlive || nodes[1].State() != NodeOverloaded || nodes[2].State() != NodeOverloaded {
+		t.Fatalf("states %v %v %v", nodes[0].State(), nodes[1].State(), nodes[2].State())
+	}
+	// Unrouted traffic avoids overloaded nodes.
+	for i := 0; i < 10; i++ {
+		if p := r.Pick(); p != nodes[0] {
+			t.Fatalf("Pick chose %s", p.Name())
+		}
+	}
+	// Routed traffic still goes to its primary on an overloaded node.
+	var id string
+	for i := 0; ; i++ {
+		id = fmt.Sprint(i)
+		if s, _ := ShardFor(id, "", 3, 768, 1); s == 1 {
+			break
+		}
+	}
+	r.want("logs")
+	_ = r.Refresh(context.Background(), TriggerPeriodic)
+	if n, why := r.Locate("logs", id, ""); why != Routed || n != nodes[1] {
+		t.Fatalf("routed to overloaded primary: %v %v", n, why)
+	}
+	f.set(func(f *fakeCluster) { f.heap["n1"] = 40; f.breaker["n2"] = [2]int64{10, 1000} })
+	_ = r.PollStats(context.Background())
+	if nodes[1].State() != NodeAlive || nodes[2].State() != NodeAlive {
+		t.Fatal("overload must clear")
+	}
+}
+
+func TestPickScoresAndRotates(t *testing.T) {
+	f := threeNodes(t)
+	r := newTestRouter(t, f, nil)
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	nodes := r.Topology().Nodes
+	// Equal scores: ties rotate over all three.
+	seen := map[*Node]int{}
+	for i := 0; i < 30; i++ {
+		seen[r.Pick()]++
+	}
+	if len(seen) != 3 {
+		t.Fatalf("ties must rotate: %v", seen)
+	}
+	// A node with a request in flight (load 2/1) loses to idle ones.
+	tk, _ := nodes[0].Window().Acquire(context.Background())
+	for i := 0; i < 10; i++ {
+		if r.Pick() == nodes[0] {
+			t.Fatal("busy node picked over idle ones")
+		}
+	}
+	nodes[0].Window().Release(tk, Success)
+	// A far node (RTT bucket 11, ~2ms) loses to near ones at equal load.
+	for i := 0; i < 8; i++ {
+		nodes[1].observeRTT(2500 * time.Microsecond)
+		nodes[2].observeRTT(100 * time.Microsecond)
+	}
+	if b := nodes[1].RTTBucket(); b != 11 {
+		t.Fatalf("bucket of 2.5ms = %d", b)
+	}
+	if b := nodes[2].RTTBucket(); b != 8 {
+		t.Fatalf("bucket of 100µs = %d (floor 8)", b)
+	}
+	for i := 0; i < 10; i++ {
+		if r.Pick() == nodes[1] {
+			t.Fatal("far node picked over near ones")
+		}
+	}
+	// Every node dead: still returns one (zombie fallback).
+	for _, n := range nodes {
+		n.dead.Store(true)
+	}
+	if r.Pick() == nil {
+		t.Fatal("nil pick")
+	}
+}
+
+func TestDisabledIsRoundRobin(t *testing.T) {
+	f := threeNodes(t)
+	r := newTestRouter(t, f, func(o *Options) { o.Disabled = true })
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	if _, why := r.Locate("logs", "a", ""); why != ReasonDisabled {
+		t.Fatalf("locate with routing disabled: %v", why)
+	}
+	counts := map[*Node]int{}
+	for i := 0; i < 300; i++ {
+		counts[r.Pick()]++
+	}
+	for n, c := range counts {
+		if c != 100 {
+			t.Fatalf("round robin: %s got %d of 300", n.Name(), c)
+		}
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	c := http.DefaultClient
+	for _, o := range []Options{
+		{Seeds: []string{"http://x:9200"}},
+		{Client: c},
+		{Client: c, Seeds: []string{"x:9200"}},
+		{Client: c, Seeds: []string{"ftp://x"}},
+		{Client: c, Seeds: []string{"http://a:1", "https://b:2"}},
+		{Client: c, Seeds: []string{"http://a:1"}, WindowCeiling: -1},
+	} {
+		if _, err := New(o); err == nil {
+			t.Errorf("New(%+v) accepted", o)
+		}
+	}
+}
+
+func TestCloseStopsEverything(t *testing.T) {
+	f := threeNodes(t)
+	r := newTestRouter(t, f, func(o *Options) { o.StatsInterval = 10 * time.Millisecond })
+	r.Start()
+	time.Sleep(50 * time.Millisecond)
+	for _, n := range r.Nodes() {
+		r.MarkDead(n, errors.New("x"))
+	}
+	done := make(chan struct{})
+	go func() { r.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	var pings atomic.Int64
+	pings.Store(f.pings.Load())
+	time.Sleep(50 * time.Millisecond)
+	if f.pings.Load() != pings.Load() {
+		t.Fatal("requests after Close")
+	}
+}
+
+func BenchmarkLocate(b *testing.B) {
+	f := newFakeCluster(b, "n0", "n1", "n2")
+	f.indices["logs"] = &fakeIndex{N: 6, R: 768, P: 1, Primary: []string{"n0", "n1", "n2", "n0", "n1", "n2"}}
+	r, _ := New(Options{Client: f.srv.Client(), Seeds: []string{f.srv.URL}, StatsInterval: -1})
+	defer r.Close()
+	r.want("logs")
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]string, 1024)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%032x", i*7919)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, why := r.Locate("logs", ids[i&1023], ""); why != Routed {
+			b.Fatal(why)
+		}
+	}
+}
