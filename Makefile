@@ -24,3 +24,16 @@ vet:
 ## bench: every benchmark, with allocations (BENCH=regexp to narrow it).
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) $(PKGS)
+
+## opensearch-up: start a real 3-node OpenSearch cluster on 127.0.0.1 (left running; prints its URLs).
+## opensearch-down: stop it. OPENSEARCH_VERSION / OPENSEARCH_DIR / OPENSEARCH_NODES to change.
+OPENSEARCH_VERSION ?= 2.19.6
+OPENSEARCH_DIR     ?= $(CURDIR)/.opensearch
+OPENSEARCH_NODES   ?= 3
+
+.PHONY: opensearch-up opensearch-down
+opensearch-up:
+	$(GO) run ./testbed/cluster/cmd/osrcluster up -dir $(OPENSEARCH_DIR) -nodes $(OPENSEARCH_NODES) -version $(OPENSEARCH_VERSION)
+
+opensearch-down:
+	$(GO) run ./testbed/cluster/cmd/osrcluster down -dir $(OPENSEARCH_DIR)

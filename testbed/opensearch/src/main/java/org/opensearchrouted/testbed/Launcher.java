@@ -1,0 +1,296 @@
+package org.opensearchrouted.testbed;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import org.opensearch.common.settings.Settings;
+import org.opensearch.env.Environment;
+import org.opensearch.node.InternalSettingsPreparer;
+import org.opensearch.node.Node;
+import org.opensearch.plugins.Plugin;
+import org.opensearch.transport.Netty4Plugin;
+
+/**
+ * Starts one real OpenSearch node in this JVM, configured from command-line
+ * flags, and prints exactly one line starting with {@code OSR-READY} on
+ * standard output once the node's HTTP and transport ports are bound (or one
+ * line starting with {@code OSR-FAILED} before exiting with status 1).
+ *
+ * <p>Flags (all {@code --name=value}):
+ * <pre>
+ *   --name                    node name (required)
+ *   --cluster-name            cluster name (default osr-test)
+ *   --home                    path.home (required); data, logs and config live below it unless given
+ *   --data                    path.data (default HOME/data)
+ *   --http-port               HTTP port on 127.0.0.1 (required)
+ *   --transport-port          transport port on 127.0.0.1 (required)
+ *   --http-publish-port       http.publish_port (optional: a proxy in front of the node)
+ *   --transport-publish-port  transport.publish_port (optional)
+ *   --seed-hosts              comma-separated host:port list (discovery.seed_hosts)
+ *   --initial-managers        comma-separated node names (cluster.initial_cluster_manager_nodes);
+ *                             empty with no seed hosts: single-node discovery
+ *   --zone                    node.attr.zone
+ *   --awareness               "zone" to set cluster.routing.allocation.awareness.attributes
+ *   --write-threads           thread_pool.write.size (0: server default)
+ *   --write-queue             thread_pool.write.queue_size (0: server default)
+ *   --setting                 extra key=value setting (repeatable)
+ *   --watch-parent            true (default): exit when stdin reaches EOF or the parent process changes
+ * </pre>
+ * The heap is the JVM's own flag ({@code -Xmx}); the Go package testbed/cluster sets it.
+ */
+public final class Launcher {
+    static final String READY = "OSR-READY";
+    static final String FAILED = "OSR-FAILED";
+
+    private Launcher() {}
+
+    /** A node with the plugins found on the classpath (the Netty4 module). */
+    static final class ClasspathNode extends Node {
+        ClasspathNode(Environment env, Collection<Class<? extends Plugin>> plugins) {
+            super(env, plugins, true);
+        }
+    }
+
+    public static void main(String[] args) {
+        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        Map<String, List<String>> flags;
+        try {
+            flags = parse(args);
+        } catch (IllegalArgumentException e) {
+            out.println(FAILED + " bad flags: " + e.getMessage());
+            System.exit(2);
+            return;
+        }
+        Node node;
+        try {
+            node = start(flags);
+        } catch (Throwable e) {
+            out.println(FAILED + " " + e);
+            e.printStackTrace(System.err);
+            Runtime.getRuntime().halt(1);
+            return;
+        }
+        final Node started = node;
+        // The node's own threads are daemons: this one keeps the JVM alive
+        // until shutdown (SIGTERM, System.exit), like OpenSearch's Bootstrap.
+        CountDownLatch stop = new CountDownLatch(1);
+        Thread keepAlive = new Thread(() -> {
+            try {
+                stop.await();
+            } catch (InterruptedException e) {
+                // exit
+            }
+        }, "osr-keepalive");
+        keepAlive.setDaemon(false);
+        keepAlive.start();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            closeQuietly(started);
+            stop.countDown();
+        }, "osr-shutdown"));
+        if (Boolean.parseBoolean(one(flags, "watch-parent", "true"))) {
+            watchParent(started);
+        }
+        out.println(READY + " name=" + one(flags, "name", "") + " http=127.0.0.1:" + one(flags, "http-port", "")
+            + " transport=127.0.0.1:" + one(flags, "transport-port", "") + " pid=" + ProcessHandle.current().pid());
+    }
+
+    static Node start(Map<String, List<String>> flags) throws Exception {
+        String name = required(flags, "name");
+        Path home = Paths.get(required(flags, "home")).toAbsolutePath();
+        Path data = Paths.get(one(flags, "data", home.resolve("data").toString())).toAbsolutePath();
+        Path logs = home.resolve("logs");
+        Path config = home.resolve("config");
+        Files.createDirectories(data);
+        Files.createDirectories(logs);
+        Files.createDirectories(config);
+
+        Settings.Builder b = Settings.builder()
+            .put("cluster.name", one(flags, "cluster-name", "osr-test"))
+            .put("node.name", name)
+            .put("path.home", home.toString())
+            .put("path.data", data.toString())
+            .put("path.logs", logs.toString())
+            .put("network.host", "127.0.0.1")
+            .put("http.port", port(flags, "http-port"))
+            .put("transport.port", port(flags, "transport-port"))
+            // Test disks are shared and often fuller than the 85 % watermark.
+            .put("cluster.routing.allocation.disk.threshold_enabled", false)
+            .put("action.auto_create_index", true);
+
+        List<String> seeds = list(flags, "seed-hosts");
+        List<String> managers = list(flags, "initial-managers");
+        if (seeds.isEmpty() && managers.isEmpty()) {
+            b.put("discovery.type", "single-node");
+        } else {
+            b.putList("discovery.seed_hosts", seeds);
+            b.putList("cluster.initial_cluster_manager_nodes", managers);
+        }
+        putIfSet(b, flags, "http-publish-port", "http.publish_port");
+        putIfSet(b, flags, "transport-publish-port", "transport.publish_port");
+        putIfSet(b, flags, "zone", "node.attr.zone");
+        putIfSet(b, flags, "awareness", "cluster.routing.allocation.awareness.attributes");
+        putPositive(b, flags, "write-threads", "thread_pool.write.size");
+        putPositive(b, flags, "write-queue", "thread_pool.write.queue_size");
+        for (String kv : flags.getOrDefault("setting", Collections.emptyList())) {
+            int eq = kv.indexOf('=');
+            if (eq <= 0) {
+                throw new IllegalArgumentException("--setting wants key=value, got " + kv);
+            }
+            b.put(kv.substring(0, eq), kv.substring(eq + 1));
+        }
+
+        Environment env = InternalSettingsPreparer.prepareEnvironment(b.build(), Collections.emptyMap(), config, () -> name);
+        List<Class<? extends Plugin>> plugins = new ArrayList<>();
+        plugins.add(Netty4Plugin.class);
+        Node node = new ClasspathNode(env, plugins);
+        node.start();
+        return node;
+    }
+
+    /**
+     * Exits the JVM when the process that started it goes away: stdin reaches
+     * EOF (the parent's pipe closed) or the parent pid changes (reparented).
+     */
+    static void watchParent(Node node) {
+        long parent = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
+        Thread stdin = new Thread(() -> {
+            InputStream in = System.in;
+            byte[] buf = new byte[256];
+            try {
+                while (in.read(buf) >= 0) {
+                    // The parent writes nothing; any input is ignored.
+                }
+            } catch (IOException e) {
+                // Treated like EOF.
+            }
+            die(node, "stdin closed");
+        }, "osr-stdin-watch");
+        stdin.setDaemon(true);
+        stdin.start();
+        Thread ppid = new Thread(() -> {
+            while (true) {
+                try {
+                    Thread.sleep(1000);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                long now = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
+                if (now != parent) {
+                    die(node, "parent " + parent + " gone");
+                }
+            }
+        }, "osr-parent-watch");
+        ppid.setDaemon(true);
+        ppid.start();
+    }
+
+    static void die(Node node, String why) {
+        System.err.println("osr launcher: " + why + ", exiting");
+        Thread halt = new Thread(() -> {
+            try {
+                Thread.sleep(5000);
+            } catch (InterruptedException e) {
+                // fall through
+            }
+            Runtime.getRuntime().halt(3);
+        }, "osr-halt");
+        halt.setDaemon(true);
+        halt.start();
+        System.exit(3);
+    }
+
+    static void closeQuietly(Node node) {
+        try {
+            node.close();
+            node.awaitClose(10, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            System.err.println("osr launcher: close failed: " + e);
+        }
+    }
+
+    static Map<String, List<String>> parse(String[] args) {
+        Map<String, List<String>> m = new LinkedHashMap<>();
+        for (String a : args) {
+            if (!a.startsWith("--") || a.indexOf('=') < 0) {
+                throw new IllegalArgumentException("want --name=value, got " + a);
+            }
+            int eq = a.indexOf('=');
+            m.computeIfAbsent(a.substring(2, eq), k -> new ArrayList<>()).add(a.substring(eq + 1));
+        }
+        return m;
+    }
+
+    static String one(Map<String, List<String>> flags, String name, String def) {
+        List<String> v = flags.get(name);
+        return v == null || v.isEmpty() ? def : v.get(v.size() - 1);
+    }
+
+    static String required(Map<String, List<String>> flags, String name) {
+        String v = one(flags, name, "");
+        if (v.isEmpty()) {
+            throw new IllegalArgumentException("--" + name + " is required");
+        }
+        return v;
+    }
+
+    static int port(Map<String, List<String>> flags, String name) {
+        String v = required(flags, name);
+        int p;
+        try {
+            p = Integer.parseInt(v);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--" + name + " is not a port: " + v);
+        }
+        if (p < 1 || p > 65535) {
+            throw new IllegalArgumentException("--" + name + " out of range: " + v);
+        }
+        return p;
+    }
+
+    static List<String> list(Map<String, List<String>> flags, String name) {
+        String v = one(flags, name, "");
+        List<String> out = new ArrayList<>();
+        for (String s : v.split(",")) {
+            if (!s.isBlank()) {
+                out.add(s.trim());
+            }
+        }
+        return out;
+    }
+
+    static void putIfSet(Settings.Builder b, Map<String, List<String>> flags, String flag, String key) {
+        String v = one(flags, flag, "");
+        if (!v.isEmpty()) {
+            b.put(key, v);
+        }
+    }
+
+    static void putPositive(Settings.Builder b, Map<String, List<String>> flags, String flag, String key) {
+        String v = one(flags, flag, "0");
+        int n;
+        try {
+            n = Integer.parseInt(v);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--" + flag + " is not an integer: " + v);
+        }
+        if (n < 0) {
+            throw new IllegalArgumentException("--" + flag + " must be >= 0: " + v);
+        }
+        if (n > 0) {
+            b.put(key, n);
+        }
+    }
+}
