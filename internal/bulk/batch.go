@@ -1,0 +1,247 @@
+package bulk
+
+import (
+	"bytes"
+	"errors"
+	"unicode/utf8"
+)
+
+// Batch holds every encoded item of one export call in one arena.
+//
+// Each item is an action line and a source line, both ending in '\n':
+//
+//	{"create":{"_index":"<index>","_id":"<id>"}}\n
+//	<source>\n
+//
+// An item's bytes are contiguous in the arena; items keep the order in which
+// they were committed, and item numbers (int32) are positions in that order.
+//
+// Use: Begin, append the source to the returned slice, Commit that slice.
+// After Reset the arena and the item table are reused (capacity is kept), so
+// a warmed-up Batch encodes without allocating.
+//
+// A Batch is not safe for concurrent mutation. Sends read the arena
+// concurrently: Begin, Commit and Reset must not be called while any
+// Client.Send over this Batch is in progress.
+type Batch struct {
+	arena []byte
+	items []entry
+
+	// The open item (between Begin and Commit); open is false otherwise.
+	open     bool
+	start    int // offset of the open item's action line
+	srcStart int // offset of the open item's source
+	index    string
+	id       string
+}
+
+type entry struct {
+	start, end int // the item's bytes: arena[start:end]
+	index, id  string
+}
+
+// ErrNotBegun is returned by Commit when no item is open.
+var ErrNotBegun = errors.New("bulk: Commit without Begin")
+
+// Begin opens a new item with a create action for index and, unless id is
+// "", that _id. It returns the arena: append the item's JSON source to it and
+// pass the result to Commit. An item still open from an earlier Begin is
+// discarded.
+//
+// index and id are escaped as JSON strings; bytes that are not valid UTF-8
+// are written as U+FFFD, as routing.SanitizeUTF8 (and so routing.Hash)
+// assumes.
+func (b *Batch) Begin(index, id string) []byte {
+	if b.open {
+		b.arena = b.arena[:b.start]
+	}
+	b.open = true
+	b.start = len(b.arena)
+	b.index, b.id = index, id
+	a := append(b.arena, `{"create":{"_index":`...)
+	a = appendJSONString(a, index)
+	if id != "" {
+		a = append(a, `,"_id":`...)
+		a = appendJSONString(a, id)
+	}
+	a = append(a, "}}\n"...)
+	b.srcStart = len(a)
+	b.arena = a
+	return a
+}
+
+// Commit closes the item opened by Begin: buf is the slice Begin returned
+// with the item's source appended. It returns the item's number.
+//
+// The source must be one JSON object. Any raw '\n' in it (legal JSON
+// whitespace, fatal to NDJSON) is rewritten as ' '. An empty index or a
+// source that does not start with '{' is refused with an error and the item
+// is discarded: a broken line would make the server misread every item after
+// it.
+func (b *Batch) Commit(buf []byte) (int32, error) {
+	if !b.open {
+		return -1, ErrNotBegun
+	}
+	b.open = false
+	if len(buf) < b.srcStart {
+		b.arena = b.arena[:b.start]
+		return -1, errors.New("bulk: Commit got a slice shorter than the one Begin returned")
+	}
+	src := buf[b.srcStart:]
+	var err error
+	switch {
+	case b.index == "":
+		err = errors.New("bulk: item has an empty index name")
+	case !startsObject(src):
+		err = errors.New("bulk: item source is not a JSON object")
+	}
+	if err != nil {
+		b.arena = buf[:b.start]
+		return -1, err
+	}
+	for i := bytes.IndexByte(src, '\n'); i >= 0; {
+		src[i] = ' '
+		j := bytes.IndexByte(src[i+1:], '\n')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	buf = append(buf, '\n')
+	b.arena = buf
+	b.items = append(b.items, entry{start: b.start, end: len(buf), index: b.index, id: b.id})
+	b.index, b.id = "", ""
+	return int32(len(b.items) - 1), nil
+}
+
+func startsObject(src []byte) bool {
+	for _, c := range src {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{':
+			return true
+		}
+		return false
+	}
+	return false
+}
+
+// Abort discards the open item, if any.
+func (b *Batch) Abort() {
+	if b.open {
+		b.arena = b.arena[:b.start]
+		b.open = false
+		b.index, b.id = "", ""
+	}
+}
+
+// Len returns the number of committed items.
+func (b *Batch) Len() int { return len(b.items) }
+
+// Size returns the bytes of all committed items.
+func (b *Batch) Size() int {
+	if len(b.items) == 0 {
+		return 0
+	}
+	return b.items[len(b.items)-1].end
+}
+
+// Item returns item i's index and id (the strings given to Begin) and its
+// size in bytes (action line and source, newlines included).
+func (b *Batch) Item(i int32) (index, id string, size int) {
+	e := &b.items[i]
+	return e.index, e.id, e.end - e.start
+}
+
+// Bytes returns item i's bytes (action line and source line). The slice
+// aliases the arena: do not modify it; it is valid until Reset.
+func (b *Batch) Bytes(i int32) []byte {
+	e := &b.items[i]
+	return b.arena[e.start:e.end:e.end]
+}
+
+func (b *Batch) size(i int32) int {
+	e := &b.items[i]
+	return e.end - e.start
+}
+
+// Reset empties the Batch and keeps its capacity. Item numbers, slices from
+// Bytes and outcomes' item positions refer to nothing after Reset.
+func (b *Batch) Reset() {
+	clear(b.items) // drop references to the callers' strings
+	b.items = b.items[:0]
+	b.arena = b.arena[:0]
+	b.open = false
+	b.index, b.id = "", ""
+}
+
+// Split cuts items (item numbers of b, in order) into consecutive sub-bulks of
+// at most maxBytes each and returns them appended to dst[:0]. An item larger
+// than maxBytes goes alone into its own sub-bulk. maxBytes <= 0 means no
+// limit. The sub-bulks are sub-slices of items (capped, so appending to one
+// never overwrites the next): nothing is copied.
+func Split(b *Batch, items []int32, maxBytes int, dst [][]int32) [][]int32 {
+	dst = dst[:0]
+	if len(items) == 0 {
+		return dst
+	}
+	if maxBytes <= 0 {
+		return append(dst, items[:len(items):len(items)])
+	}
+	start, size := 0, 0
+	for k, it := range items {
+		s := b.size(it)
+		if k > start && size+s > maxBytes {
+			dst = append(dst, items[start:k:k])
+			start, size = k, 0
+		}
+		size += s
+	}
+	return append(dst, items[start:len(items):len(items)])
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a quoted JSON string: '"', '\\' and control
+// characters escaped, every byte that is not valid UTF-8 as \ufffd.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

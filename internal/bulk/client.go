@@ -1,0 +1,625 @@
+package bulk
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// filterPath keeps only what Send reads: the errors flag and, per item, the
+// index, status and error type and reason; and a whole-request error's type
+// and reason.
+const filterPath = "errors,items.*._index,items.*.status,items.*.error.type,items.*.error.reason,error.type,error.reason"
+
+// DefaultMaxResponseBytes bounds a response body when Client.MaxResponseBytes
+// is 0.
+const DefaultMaxResponseBytes = 128 << 20
+
+// maxErrorBody bounds how much of a non-2xx response is read.
+const maxErrorBody = 64 << 10
+
+var ndjson = []string{"application/x-ndjson"}
+
+// Client sends sub-bulks. Its zero value works (http.DefaultClient, no
+// timeout of its own). Set the fields before the first Send and do not
+// change them afterwards. Send is safe for concurrent use.
+type Client struct {
+	// HTTP sends the requests; nil means http.DefaultClient. Authentication,
+	// TLS, compression and proxies are its business (confighttp's client).
+	HTTP *http.Client
+	// Timeout bounds each HTTP request (one attempt at one sub-bulk, or one
+	// half after a 413). 0: none of its own, only the caller's context and
+	// HTTP.Timeout. When it expires the node is taken to be down
+	// (KindNodeDown, ErrTimeout), unlike the caller's own context ending
+	// (KindCanceled).
+	Timeout time.Duration
+	// Header is added to every request (read-only once sending has begun).
+	// Content-Type is always application/x-ndjson.
+	Header http.Header
+	// MaxResponseBytes bounds a response body; 0 means
+	// DefaultMaxResponseBytes. A larger response is a KindBadResponse error.
+	MaxResponseBytes int64
+
+	urlMu sync.Mutex
+	urls  map[string]*url.URL // baseURL → its parsed _bulk URL (read-only)
+	names interner            // index names and error types
+}
+
+// Result tells what one Send did.
+type Result struct {
+	// Requests is the number of HTTP requests sent: 1, more after 413 splits.
+	Requests int
+	// Bytes is the request body bytes sent, over all requests.
+	Bytes int64
+	// Status is the HTTP status of the last response, 0 if none came.
+	Status int
+	// Counts holds the number of items per Class (Counts[Retry], ...).
+	Counts [NumClasses]int
+}
+
+// NumClasses is the number of item classes.
+const NumClasses = int(numClasses)
+
+// Kind says how a whole request failed.
+type Kind uint8
+
+const (
+	// KindNodeDown: connection refused, reset or closed, or the request's own
+	// timeout (Client.Timeout, HTTP.Timeout) expired. Mark the node dead,
+	// refresh the topology, re-locate and resend its items. The items may
+	// have been written (a timeout): resending creates with the same ids
+	// gives 409s, counted as duplicates.
+	KindNodeDown Kind = iota + 1
+	// KindTLS: TLS handshake or certificate failure. The node cannot be used
+	// until the configuration is fixed; its items can go elsewhere.
+	KindTLS
+	// KindThrottled: HTTP 429 for the whole request. Shrink the node's
+	// window, retry all items after a backoff.
+	KindThrottled
+	// KindServer: HTTP 5xx for the whole request. Retry all items.
+	KindServer
+	// KindBadResponse: a 2xx response that cannot be read: malformed,
+	// truncated, too large, or with another item count than sent. Retry all
+	// items.
+	KindBadResponse
+	// KindAuth: HTTP 401 or 403. Permanent: the credentials are missing,
+	// wrong or lack the privilege to write.
+	KindAuth
+	// KindRejected: any other non-2xx status (400, 404, 3xx, ...).
+	// Permanent.
+	KindRejected
+	// KindCanceled: the caller's context ended. The items may have been
+	// written; retry them later.
+	KindCanceled
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindNodeDown:
+		return "node_down"
+	case KindTLS:
+		return "tls"
+	case KindThrottled:
+		return "throttled"
+	case KindServer:
+		return "server_error"
+	case KindBadResponse:
+		return "bad_response"
+	case KindAuth:
+		return "auth"
+	case KindRejected:
+		return "rejected"
+	case KindCanceled:
+		return "canceled"
+	}
+	return "unknown"
+}
+
+// RequestError is a whole-request failure. Its message names the node (host
+// and port only), the status and the server's error type and reason (cut by
+// SafeReason); never credentials or document contents.
+type RequestError struct {
+	Kind   Kind
+	Node   string // host:port of the node
+	Status int    // HTTP status, 0 if no response
+	Type   string // the server's error.type, if it sent one
+	Reason string // the server's error.reason, cut by SafeReason
+	Err    error  // the underlying error, if any
+}
+
+func (e *RequestError) Error() string {
+	var sb strings.Builder
+	sb.WriteString("bulk to ")
+	sb.WriteString(e.Node)
+	sb.WriteString(": ")
+	switch e.Kind {
+	case KindAuth:
+		if e.Status == http.StatusUnauthorized {
+			sb.WriteString("HTTP 401: authentication failed: the server rejected the exporter's credentials (missing or wrong username/password, token or certificate)")
+		} else {
+			sb.WriteString("HTTP 403: permission denied: the exporter's credentials are not allowed to write with _bulk (indices:data/write/bulk*) to these indices")
+		}
+	case KindNodeDown, KindTLS, KindCanceled:
+		sb.WriteString(e.Kind.String())
+	default:
+		if e.Status != 0 {
+			fmt.Fprintf(&sb, "HTTP %d (%s)", e.Status, e.Kind)
+		} else {
+			sb.WriteString(e.Kind.String())
+		}
+	}
+	if e.Type != "" {
+		sb.WriteString(": ")
+		sb.WriteString(e.Type)
+	}
+	if e.Reason != "" {
+		sb.WriteString(": ")
+		sb.WriteString(e.Reason)
+	}
+	if e.Err != nil {
+		sb.WriteString(": ")
+		sb.WriteString(e.Err.Error())
+	}
+	return sb.String()
+}
+
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// Retryable reports whether the items may succeed if sent again (later, or
+// to another node).
+func (e *RequestError) Retryable() bool {
+	return e.Kind != KindAuth && e.Kind != KindRejected
+}
+
+// IsNodeDown reports whether err is a whole-request failure that means the
+// node cannot be used now (KindNodeDown or KindTLS): the caller marks it
+// dead and re-routes its items.
+func IsNodeDown(err error) bool {
+	var re *RequestError
+	return errors.As(err, &re) && (re.Kind == KindNodeDown || re.Kind == KindTLS)
+}
+
+// IsRetryable reports whether err is a whole-request failure after which the
+// items may be sent again.
+func IsRetryable(err error) bool {
+	var re *RequestError
+	return errors.As(err, &re) && re.Retryable()
+}
+
+// Send posts items (item numbers of b, in order) as one _bulk request to
+// the node at baseURL ("http://host:port", maybe with a path prefix) and
+// writes item items[k]'s outcome to out[k]. out must have at least
+// len(items) elements.
+//
+// Every item gets an outcome, whatever happens:
+//   - per-item results of the server, classified by Classify;
+//   - a whole-request failure: the error is a *RequestError and each item
+//     that got no per-item result carries the failure: Status 0 and one of
+//     the Err* types (Retry), or the HTTP status (429 and 5xx: Retry; 401,
+//     403 and other 4xx: Permanent) with the server's error type and reason;
+//   - 413 (request too large): Send splits the items in halves and sends
+//     each half on its own, recursively; an item refused with 413 on its own
+//     gets Status 413, ErrTooLarge (Permanent). After a 413 split, a failure
+//     of one part stops the rest: the parts already answered keep their
+//     outcomes, the others carry the failure.
+//
+// The body is read straight from b's arena (nothing is copied on this
+// side); b must not change until Send returns. Send returns only once the
+// HTTP machinery can no longer read b.
+func (c *Client) Send(ctx context.Context, baseURL string, b *Batch, items []int32, out []Outcome) (Result, error) {
+	var res Result
+	if len(out) < len(items) {
+		return res, fmt.Errorf("bulk: %d outcomes for %d items", len(out), len(items))
+	}
+	if len(items) == 0 {
+		return res, nil
+	}
+	out = out[:len(items)]
+	u, node, err := c.bulkURL(baseURL)
+	var reqErr *RequestError
+	if err != nil {
+		reqErr = &RequestError{Kind: KindNodeDown, Node: node, Err: err}
+		fill(out, Outcome{ErrorType: ErrConnection, ErrorReason: "invalid node URL"})
+	} else {
+		reqErr = c.send(ctx, u, node, b, items, out, &res)
+	}
+	for i := range out {
+		res.Counts[Classify(out[i])]++
+	}
+	if reqErr != nil {
+		return res, reqErr
+	}
+	return res, nil
+}
+
+func fill(out []Outcome, o Outcome) {
+	for i := range out {
+		out[i] = o
+	}
+}
+
+// send sends items, splitting on 413.
+func (c *Client) send(ctx context.Context, u *url.URL, node string, b *Batch, items []int32, out []Outcome, res *Result) *RequestError {
+	status, err := c.once(ctx, u, node, b, items, out, res)
+	if status != http.StatusRequestEntityTooLarge || err != nil {
+		return err
+	}
+	if len(items) == 1 {
+		out[0] = Outcome{Status: http.StatusRequestEntityTooLarge, ErrorType: ErrTooLarge,
+			ErrorReason: fmt.Sprintf("a %d-byte item alone exceeds the node's http.max_content_length", b.size(items[0]))}
+		return nil
+	}
+	half := len(items) / 2
+	if err := c.send(ctx, u, node, b, items[:half], out[:half], res); err != nil {
+		fill(out[half:], outcomeOf(err))
+		return err
+	}
+	return c.send(ctx, u, node, b, items[half:], out[half:], res)
+}
+
+// outcomeOf is the outcome carried by items that a whole-request failure
+// left without a per-item answer.
+func outcomeOf(e *RequestError) Outcome {
+	o := Outcome{Status: e.Status, ErrorType: e.Type, ErrorReason: e.Reason}
+	switch e.Kind {
+	case KindNodeDown:
+		o.Status, o.ErrorType = 0, ErrConnection
+		if isTimeout(e.Err) {
+			o.ErrorType = ErrTimeout
+		}
+	case KindTLS:
+		o.Status, o.ErrorType = 0, ErrTLS
+	case KindCanceled:
+		o.Status, o.ErrorType = 0, ErrCanceled
+	case KindBadResponse:
+		o.Status, o.ErrorType = 0, ErrBadResponse
+	}
+	if o.ErrorReason == "" && e.Err != nil {
+		o.ErrorReason = e.Err.Error()
+	}
+	return o
+}
+
+// once sends one request. It returns 413 without an error (the caller
+// splits) and fills out on every other path.
+func (c *Client) once(ctx context.Context, u *url.URL, node string, b *Batch, items []int32, out []Outcome, res *Result) (int, *RequestError) {
+	fail := func(e *RequestError) (int, *RequestError) {
+		fill(out, outcomeOf(e))
+		return e.Status, e
+	}
+	rctx := ctx
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	st := newBody(b, items)
+	defer st.detach() // after this, nothing reads b for this request
+	header := make(http.Header, len(c.Header)+1)
+	for k, v := range c.Header {
+		header[k] = v
+	}
+	header["Content-Type"] = ndjson
+	req := (&http.Request{
+		Method:        http.MethodPost,
+		URL:           u,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        header,
+		Body:          &st.root,
+		GetBody:       st.getBody,
+		ContentLength: st.size,
+		Host:          u.Host,
+	}).WithContext(rctx)
+	res.Requests++
+	res.Bytes += st.size
+
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fail(c.transportError(ctx, rctx, node, err))
+	}
+	defer resp.Body.Close()
+	res.Status = resp.StatusCode
+	code := resp.StatusCode
+
+	if code < 200 || code > 299 {
+		if code == http.StatusRequestEntityTooLarge {
+			_, _ = io.CopyN(io.Discard, resp.Body, maxErrorBody)
+			return code, nil
+		}
+		typ, reason := readErrorBody(resp.Body)
+		e := &RequestError{Node: node, Status: code, Type: typ, Reason: SafeReason(reason)}
+		switch {
+		case code == http.StatusTooManyRequests:
+			e.Kind = KindThrottled
+		case code >= 500:
+			e.Kind = KindServer
+		case code == http.StatusUnauthorized || code == http.StatusForbidden:
+			e.Kind = KindAuth
+		default:
+			e.Kind = KindRejected
+		}
+		fill(out, Outcome{Status: code, ErrorType: e.Type, ErrorReason: reason})
+		return code, e
+	}
+
+	limit := c.MaxResponseBytes
+	if limit <= 0 {
+		limit = DefaultMaxResponseBytes
+	}
+	bufp := getBuf()
+	defer putBuf(bufp)
+	body, err := readBody(resp.Body, resp.ContentLength, limit, (*bufp)[:0])
+	*bufp = body[:0]
+	if err != nil {
+		if errors.Is(err, errTooLarge) {
+			return fail(&RequestError{Kind: KindBadResponse, Node: node, Status: code, Err: err})
+		}
+		e := c.transportError(ctx, rctx, node, err)
+		if e.Kind == KindNodeDown && !isTimeout(err) && !isConnDown(err) {
+			e.Kind = KindBadResponse // cut short, but the node answered
+		}
+		e.Status = code
+		return fail(e)
+	}
+	p := getParser(&c.names)
+	n, _, err := p.parseResponse(body, out)
+	putParser(p)
+	if err != nil {
+		return fail(&RequestError{Kind: KindBadResponse, Node: node, Status: code, Err: err})
+	}
+	if n != len(items) {
+		return fail(&RequestError{Kind: KindBadResponse, Node: node, Status: code,
+			Err: fmt.Errorf("bulk response has %d items for %d sent", n, len(items))})
+	}
+	return code, nil
+}
+
+// transportError classifies a failure to get (or read) a response.
+func (c *Client) transportError(ctx, rctx context.Context, node string, err error) *RequestError {
+	e := &RequestError{Kind: KindNodeDown, Node: node, Err: err}
+	switch {
+	case ctx.Err() != nil:
+		e.Kind = KindCanceled
+		e.Err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+	case rctx.Err() != nil:
+		e.Err = fmt.Errorf("request timeout %v expired: %w", c.Timeout, errTimeout)
+	case isTLS(err):
+		e.Kind = KindTLS
+	}
+	return e
+}
+
+var (
+	errTimeout  = timeoutError{}
+	errTooLarge = errors.New("response body too large")
+	errDetached = errors.New("bulk: request body used after Send returned")
+)
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string { return "timeout" }
+func (timeoutError) Timeout() bool { return true }
+
+func isTimeout(err error) bool {
+	var ne interface{ Timeout() bool }
+	return err != nil && errors.As(err, &ne) && ne.Timeout()
+}
+
+// isConnDown reports errors of a connection that broke (reset, closed by
+// the peer), as opposed to a response that was merely cut short.
+func isConnDown(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe)
+}
+
+func isTLS(err error) bool {
+	var (
+		cv  *tls.CertificateVerificationError
+		rh  tls.RecordHeaderError
+		al  tls.AlertError
+		ua  x509.UnknownAuthorityError
+		hn  x509.HostnameError
+		inv x509.CertificateInvalidError
+	)
+	return errors.As(err, &cv) || errors.As(err, &rh) || errors.As(err, &al) ||
+		errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &inv)
+}
+
+// bulkURL returns baseURL's parsed _bulk URL (shared and read-only) and the
+// node's host:port.
+func (c *Client) bulkURL(baseURL string) (*url.URL, string, error) {
+	c.urlMu.Lock()
+	u, ok := c.urls[baseURL]
+	c.urlMu.Unlock()
+	if ok {
+		return u, u.Host, nil
+	}
+	u, err := url.Parse(strings.TrimRight(baseURL, "/") + "/_bulk")
+	if err != nil {
+		return nil, "invalid URL", errors.New("invalid node URL") // no echo: it may hold a password
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, u.Host, fmt.Errorf("invalid node URL: want http(s)://host:port, got scheme %q host %q", u.Scheme, u.Host)
+	}
+	u.RawQuery = "filter_path=" + filterPath
+	u.Fragment = ""
+	c.urlMu.Lock()
+	if c.urls == nil || len(c.urls) >= 1024 {
+		c.urls = make(map[string]*url.URL)
+	}
+	c.urls[baseURL] = u
+	c.urlMu.Unlock()
+	return u, u.Host, nil
+}
+
+// readBody reads r to its end into buf (grown as needed), at most limit
+// bytes.
+func readBody(r io.Reader, contentLength, limit int64, buf []byte) ([]byte, error) {
+	if contentLength > limit {
+		return buf, errTooLarge
+	}
+	if contentLength >= 0 && int64(cap(buf)) < contentLength+1 {
+		buf = make([]byte, 0, contentLength+1) // +1: see EOF without growing
+	}
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) >= limit+1 {
+				return buf, errTooLarge
+			}
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return buf, errTooLarge
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// readErrorBody reads the error type and reason from a non-2xx response:
+// {"error":{"type":..,"reason":..},"status":N} or {"error":"text"}. Not the
+// hot path: encoding/json is fine here.
+func readErrorBody(r io.Reader) (typ, reason string) {
+	data, _ := io.ReadAll(io.LimitReader(r, maxErrorBody))
+	var v struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &v) != nil || len(v.Error) == 0 {
+		return "", ""
+	}
+	var e struct {
+		Type   string `json:"type"`
+		Reason string `json:"reason"`
+	}
+	if json.Unmarshal(v.Error, &e) == nil {
+		return e.Type, e.Reason
+	}
+	var s string
+	if json.Unmarshal(v.Error, &s) == nil {
+		return "", s
+	}
+	return "", ""
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(b *[]byte) {
+	if cap(*b) <= 16<<20 {
+		bufPool.Put(b)
+	}
+}
+
+var parserPool = sync.Pool{New: func() any { return new(parser) }}
+
+func getParser(in *interner) *parser {
+	p := parserPool.Get().(*parser)
+	p.in = in
+	return p
+}
+
+func putParser(p *parser) {
+	p.in = nil
+	parserPool.Put(p)
+}
+
+// bodyState is one request's body: the items' bytes read in order straight
+// from the arena, never copied on this side.
+//
+// Lifetime: the HTTP transport may read or close a request body after Do
+// returns (e.g. when the server answered before reading it all). detach,
+// called before Send returns, makes every later Read fail, so that the
+// Batch may be reset once Send has returned. All readers of one request
+// (the first, and those GetBody makes for a transport retry) share mu; a
+// Read holds it while it copies from the arena. A bodyState is never reused:
+// a late Read or Close from the transport can only reach its own request.
+type bodyState struct {
+	mu       sync.Mutex
+	detached bool
+	b        *Batch
+	items    []int32
+	size     int64
+	root     body
+}
+
+type body struct {
+	st  *bodyState
+	k   int // next item to read
+	off int // bytes of item k already read
+}
+
+func newBody(b *Batch, items []int32) *bodyState {
+	var size int64
+	for _, it := range items {
+		size += int64(b.size(it))
+	}
+	st := &bodyState{b: b, items: items, size: size}
+	st.root.st = st
+	return st
+}
+
+// detach ends the body's use of the Batch.
+func (st *bodyState) detach() {
+	st.mu.Lock()
+	st.detached = true
+	st.b, st.items = nil, nil
+	st.mu.Unlock()
+}
+
+func (st *bodyState) getBody() (io.ReadCloser, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.detached {
+		return nil, errDetached
+	}
+	return &body{st: st}, nil
+}
+
+func (r *body) Read(p []byte) (int, error) {
+	st := r.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.detached {
+		return 0, errDetached
+	}
+	n := 0
+	for n < len(p) && r.k < len(st.items) {
+		e := &st.b.items[st.items[r.k]]
+		c := copy(p[n:], st.b.arena[e.start+r.off:e.end])
+		n += c
+		r.off += c
+		if e.start+r.off == e.end {
+			r.k++
+			r.off = 0
+		}
+	}
+	if r.k == len(st.items) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (r *body) Close() error { return nil }
