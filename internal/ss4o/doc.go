@@ -1,0 +1,103 @@
+// Package ss4o encodes log records and spans as OpenSearch documents in the
+// Simple Schema for Observability (SS4O) layout, derives their document ids,
+// and decodes such documents back into pdata.
+//
+// Encoding appends to a caller's buffer (no maps, no reflection, no
+// encoding/json): one JSON object, the bulk item's _source, without a
+// newline. A field whose value is zero or empty is left out, and reads back
+// as zero or empty. Field order is fixed: "@timestamp" first, then the
+// record's fields in the order below, then the resource and scope fields.
+//
+// # Log documents
+//
+//	field                           value
+//	@timestamp                      record time; the observed time when the record time is 0
+//	                                (1970-01-01T00:00:00Z when both are 0). Always present.
+//	timestampUnset                  true when the record time is 0 (so that @timestamp is the observed time)
+//	observedTimestamp               the record's own observed time
+//	traceId, spanId                 lower-case hex (32 and 16 digits)
+//	flags                           LogRecordFlags as an integer
+//	severity.text, severity.number  severity text; severity number as an integer
+//	eventName                       event name
+//	body                            the body, typed like an attribute value (below)
+//	attributes                      the record attributes as an object
+//	droppedAttributesCount          integer
+//
+// # Span documents
+//
+//	@timestamp                      start time. Always present.
+//	startTime, endTime              start and end time
+//	traceId, spanId, parentSpanId   lower-case hex
+//	traceState                      W3C trace state string
+//	flags                           span flags as an integer
+//	name                            span name
+//	kind                            "Internal", "Server", "Client", "Producer", "Consumer";
+//	                                another non-zero value as a decimal string ("7")
+//	status.code, status.message     "Unset", "Ok", "Error" (others as decimal strings); message.
+//	                                The object is left out when the code is Unset and the message empty.
+//	attributes                      object
+//	droppedAttributesCount          integer
+//	events[]                        {"@timestamp", "name", "attributes", "droppedAttributesCount"}
+//	droppedEventsCount              integer
+//	links[]                         {"traceId", "spanId", "traceState", "flags", "attributes", "droppedAttributesCount"}
+//	droppedLinksCount               integer
+//
+// # Resource and scope (both signals)
+//
+//	resource                        the resource attributes as an object
+//	resourceDroppedAttributesCount  integer
+//	schemaUrl                       the ResourceLogs/ResourceSpans schema URL (Encoder only)
+//	instrumentationScope            {"name", "version", "schemaUrl" (of the ScopeLogs/ScopeSpans,
+//	                                Encoder only), "attributes", "droppedAttributesCount"}
+//
+// # Values
+//
+// Times are RFC 3339 strings in UTC with nanoseconds, formatted like
+// time.RFC3339Nano ("2026-11-29T16:11:46.438493144Z", trailing zeros of the
+// fraction removed). Attribute values (and the log body) keep their types:
+// a string is a JSON string; a bool true/false; an int a JSON integer; a
+// double a JSON number that always has a '.' or an exponent ("1.0", "1e+21"),
+// so that it reads back as a double; NaN, +Inf and -Inf, which JSON cannot
+// express, are the strings "NaN", "Infinity" and "-Infinity"; bytes are a
+// standard padded base64 string; a slice is an array; a map is an object;
+// an empty value is null. Every byte of a string or key that is not part of
+// valid UTF-8 is replaced by U+FFFD (as routing.SanitizeUTF8 does), control
+// characters are escaped (\n, \t, \u001f, …). A map that repeats a key keeps
+// only its first occurrence (the one pcommon.Map.Get returns): OpenSearch
+// rejects a document with a repeated key.
+//
+// # Ids
+//
+// Content ids (ContentID, AppendID, Repeats) are a murmur3 128-bit hash of
+// the encoded document plus an occurrence counter for exact repeats within
+// one export call. Span ids (AppendSpanID) are the trace id and span id.
+//
+// # Decoding
+//
+// DecodeLog and DecodeSpan are the exact inverse of the encoder except for
+// what the JSON layout cannot keep:
+//   - invalid UTF-8 anywhere comes back as U+FFFD;
+//   - a bytes value comes back as its base64 string;
+//   - a NaN or infinite double comes back as the string "NaN", "Infinity"
+//     or "-Infinity";
+//   - of repeated map keys only the first is kept;
+//   - every document carries its own resource and scope: records that shared
+//     a ResourceLogs/ScopeLogs come back each with a copy (grouping them again
+//     is up to the caller);
+//   - AppendLog and AppendSpan do not know the schema URLs; only Encoder
+//     writes them.
+//
+// Map key order, integer versus double, -0.0, every int64 and every float64
+// value, every uint64 nanosecond time and unknown enum values are kept.
+// Documents of another shape give an error matching ErrForeign; DecodeValue
+// reads any JSON document as a pcommon.Value for them.
+//
+// # Mapping notes
+//
+// Typed attribute values mean that one attribute key seen with two JSON
+// types (say an int in one record and a string in another) can conflict
+// in a dynamic mapping; flat_object mappings for attributes, resource and
+// instrumentationScope.attributes (as contrib's templates use) avoid that.
+// A non-string body is written as an object, array or number under "body".
+// The strings used for NaN and ±Inf are rejected by a float-mapped field.
+package ss4o

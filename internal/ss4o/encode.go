@@ -1,0 +1,529 @@
+package ss4o
+
+import (
+	"encoding/base64"
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// AppendLog appends the SS4O document (the bulk item's _source, without a
+// newline) of lr, emitted under res and scope, to dst and returns the
+// extended buffer. Schema URLs are not known here and are left out; use an
+// Encoder to include them and to encode the shared resource and scope once.
+func AppendLog(dst []byte, res pcommon.Resource, scope pcommon.InstrumentationScope, lr plog.LogRecord) []byte {
+	dst = appendLogFields(dst, lr)
+	dst = appendOrigin(dst, res, "", scope, "")
+	return append(dst, '}')
+}
+
+// AppendSpan appends the SS4O document of span, emitted under res and scope,
+// to dst. Schema URLs are left out; see Encoder.
+func AppendSpan(dst []byte, res pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span) []byte {
+	dst = appendSpanFields(dst, span)
+	dst = appendOrigin(dst, res, "", scope, "")
+	return append(dst, '}')
+}
+
+// Encoder encodes records that share one resource and one instrumentation
+// scope (a ScopeLogs or ScopeSpans). Reset encodes the shared part once; each
+// Append copies it. The zero value encodes an empty resource and scope.
+// An Encoder is not safe for concurrent use; its output is byte-identical to
+// AppendLog/AppendSpan when the schema URLs are empty.
+type Encoder struct {
+	origin []byte // encoded ,"resource":…,"instrumentationScope":… fields
+}
+
+// ResetLogs prepares e for the records of sl inside rl.
+func (e *Encoder) ResetLogs(rl plog.ResourceLogs, sl plog.ScopeLogs) {
+	e.Reset(rl.Resource(), rl.SchemaUrl(), sl.Scope(), sl.SchemaUrl())
+}
+
+// ResetTraces prepares e for the spans of ss inside rs.
+func (e *Encoder) ResetTraces(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans) {
+	e.Reset(rs.Resource(), rs.SchemaUrl(), ss.Scope(), ss.SchemaUrl())
+}
+
+// Reset prepares e for records emitted under res and scope with the given
+// schema URLs (those of the enclosing ResourceLogs/ResourceSpans and
+// ScopeLogs/ScopeSpans).
+func (e *Encoder) Reset(res pcommon.Resource, resourceSchemaURL string, scope pcommon.InstrumentationScope, scopeSchemaURL string) {
+	e.origin = appendOrigin(e.origin[:0], res, resourceSchemaURL, scope, scopeSchemaURL)
+}
+
+// AppendLog appends the document of lr to dst.
+func (e *Encoder) AppendLog(dst []byte, lr plog.LogRecord) []byte {
+	dst = appendLogFields(dst, lr)
+	dst = append(dst, e.origin...)
+	return append(dst, '}')
+}
+
+// AppendSpan appends the document of span to dst.
+func (e *Encoder) AppendSpan(dst []byte, span ptrace.Span) []byte {
+	dst = appendSpanFields(dst, span)
+	dst = append(dst, e.origin...)
+	return append(dst, '}')
+}
+
+// appendLogFields writes "{" and the record's own fields; "@timestamp" is
+// always first so that every later field starts with a comma.
+func appendLogFields(dst []byte, lr plog.LogRecord) []byte {
+	ts, observed := uint64(lr.Timestamp()), uint64(lr.ObservedTimestamp())
+	dst = append(dst, `{"@timestamp":`...)
+	if ts != 0 {
+		dst = appendTime(dst, ts)
+	} else {
+		dst = appendTime(dst, observed)
+		dst = append(dst, `,"timestampUnset":true`...)
+	}
+	if observed != 0 {
+		dst = append(dst, `,"observedTimestamp":`...)
+		dst = appendTime(dst, observed)
+	}
+	if id := lr.TraceID(); !id.IsEmpty() {
+		dst = append(dst, `,"traceId":"`...)
+		dst = appendHex(dst, id[:])
+		dst = append(dst, '"')
+	}
+	if id := lr.SpanID(); !id.IsEmpty() {
+		dst = append(dst, `,"spanId":"`...)
+		dst = appendHex(dst, id[:])
+		dst = append(dst, '"')
+	}
+	if f := uint32(lr.Flags()); f != 0 {
+		dst = append(dst, `,"flags":`...)
+		dst = strconv.AppendUint(dst, uint64(f), 10)
+	}
+	text, num := lr.SeverityText(), int32(lr.SeverityNumber())
+	if text != "" || num != 0 {
+		dst = append(dst, `,"severity":{`...)
+		if text != "" {
+			dst = append(dst, `"text":`...)
+			dst = appendString(dst, text)
+			if num != 0 {
+				dst = append(dst, ',')
+			}
+		}
+		if num != 0 {
+			dst = append(dst, `"number":`...)
+			dst = strconv.AppendInt(dst, int64(num), 10)
+		}
+		dst = append(dst, '}')
+	}
+	if name := lr.EventName(); name != "" {
+		dst = append(dst, `,"eventName":`...)
+		dst = appendString(dst, name)
+	}
+	if body := lr.Body(); body.Type() != pcommon.ValueTypeEmpty {
+		dst = append(dst, `,"body":`...)
+		dst = appendValue(dst, body)
+	}
+	dst = appendAttributes(dst, `,"attributes":`, lr.Attributes())
+	return appendCount(dst, `,"droppedAttributesCount":`, lr.DroppedAttributesCount())
+}
+
+func appendSpanFields(dst []byte, span ptrace.Span) []byte {
+	start, end := uint64(span.StartTimestamp()), uint64(span.EndTimestamp())
+	dst = append(dst, `{"@timestamp":`...)
+	dst = appendTime(dst, start)
+	if start != 0 {
+		dst = append(dst, `,"startTime":`...)
+		dst = appendTime(dst, start)
+	}
+	if end != 0 {
+		dst = append(dst, `,"endTime":`...)
+		dst = appendTime(dst, end)
+	}
+	if id := span.TraceID(); !id.IsEmpty() {
+		dst = append(dst, `,"traceId":"`...)
+		dst = appendHex(dst, id[:])
+		dst = append(dst, '"')
+	}
+	if id := span.SpanID(); !id.IsEmpty() {
+		dst = append(dst, `,"spanId":"`...)
+		dst = appendHex(dst, id[:])
+		dst = append(dst, '"')
+	}
+	if id := span.ParentSpanID(); !id.IsEmpty() {
+		dst = append(dst, `,"parentSpanId":"`...)
+		dst = appendHex(dst, id[:])
+		dst = append(dst, '"')
+	}
+	if ts := span.TraceState().AsRaw(); ts != "" {
+		dst = append(dst, `,"traceState":`...)
+		dst = appendString(dst, ts)
+	}
+	if f := span.Flags(); f != 0 {
+		dst = append(dst, `,"flags":`...)
+		dst = strconv.AppendUint(dst, uint64(f), 10)
+	}
+	if name := span.Name(); name != "" {
+		dst = append(dst, `,"name":`...)
+		dst = appendString(dst, name)
+	}
+	if k := span.Kind(); k != ptrace.SpanKindUnspecified {
+		dst = append(dst, `,"kind":"`...)
+		if int(k) < len(kindNames) && k >= 0 {
+			dst = append(dst, kindNames[k]...)
+		} else {
+			dst = strconv.AppendInt(dst, int64(k), 10)
+		}
+		dst = append(dst, '"')
+	}
+	if st := span.Status(); st.Code() != ptrace.StatusCodeUnset || st.Message() != "" {
+		dst = append(dst, `,"status":{"code":"`...)
+		if c := st.Code(); int(c) < len(statusNames) && c >= 0 {
+			dst = append(dst, statusNames[c]...)
+		} else {
+			dst = strconv.AppendInt(dst, int64(c), 10)
+		}
+		dst = append(dst, '"')
+		if msg := st.Message(); msg != "" {
+			dst = append(dst, `,"message":`...)
+			dst = appendString(dst, msg)
+		}
+		dst = append(dst, '}')
+	}
+	dst = appendAttributes(dst, `,"attributes":`, span.Attributes())
+	dst = appendCount(dst, `,"droppedAttributesCount":`, span.DroppedAttributesCount())
+	if events := span.Events(); events.Len() > 0 {
+		dst = append(dst, `,"events":[`...)
+		for i := range events.Len() {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendEvent(dst, events.At(i))
+		}
+		dst = append(dst, ']')
+	}
+	dst = appendCount(dst, `,"droppedEventsCount":`, span.DroppedEventsCount())
+	if links := span.Links(); links.Len() > 0 {
+		dst = append(dst, `,"links":[`...)
+		for i := range links.Len() {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendLink(dst, links.At(i))
+		}
+		dst = append(dst, ']')
+	}
+	return appendCount(dst, `,"droppedLinksCount":`, span.DroppedLinksCount())
+}
+
+// kindNames and statusNames are indexed by the pdata enum values; values
+// outside them are written as decimal strings ("7").
+var (
+	kindNames   = [...]string{"Unspecified", "Internal", "Server", "Client", "Producer", "Consumer"}
+	statusNames = [...]string{"Unset", "Ok", "Error"}
+)
+
+func appendEvent(dst []byte, ev ptrace.SpanEvent) []byte {
+	dst = append(dst, '{')
+	n := len(dst)
+	if ts := uint64(ev.Timestamp()); ts != 0 {
+		dst = append(dst, `,"@timestamp":`...)
+		dst = appendTime(dst, ts)
+	}
+	if name := ev.Name(); name != "" {
+		dst = append(dst, `,"name":`...)
+		dst = appendString(dst, name)
+	}
+	dst = appendAttributes(dst, `,"attributes":`, ev.Attributes())
+	dst = appendCount(dst, `,"droppedAttributesCount":`, ev.DroppedAttributesCount())
+	return closeObject(dst, n)
+}
+
+func appendLink(dst []byte, l ptrace.SpanLink) []byte {
+	dst = append(dst, '{')
+	n := len(dst)
+	if id := l.TraceID(); !id.IsEmpty() {
+		dst = append(dst, `,"traceId":"`...)
+		dst = appendHex(dst, id[:])
+		dst = append(dst, '"')
+	}
+	if id := l.SpanID(); !id.IsEmpty() {
+		dst = append(dst, `,"spanId":"`...)
+		dst = appendHex(dst, id[:])
+		dst = append(dst, '"')
+	}
+	if ts := l.TraceState().AsRaw(); ts != "" {
+		dst = append(dst, `,"traceState":`...)
+		dst = appendString(dst, ts)
+	}
+	if f := l.Flags(); f != 0 {
+		dst = append(dst, `,"flags":`...)
+		dst = strconv.AppendUint(dst, uint64(f), 10)
+	}
+	dst = appendAttributes(dst, `,"attributes":`, l.Attributes())
+	dst = appendCount(dst, `,"droppedAttributesCount":`, l.DroppedAttributesCount())
+	return closeObject(dst, n)
+}
+
+// closeObject ends an object whose fields were all written with a leading
+// comma, starting at dst[n]: the first comma is removed.
+func closeObject(dst []byte, n int) []byte {
+	if len(dst) > n {
+		copy(dst[n:], dst[n+1:])
+		dst = dst[:len(dst)-1]
+	}
+	return append(dst, '}')
+}
+
+// appendOrigin writes the fields shared by every record of a scope, each
+// with a leading comma (possibly none at all).
+func appendOrigin(dst []byte, res pcommon.Resource, resourceSchemaURL string, scope pcommon.InstrumentationScope, scopeSchemaURL string) []byte {
+	dst = appendAttributes(dst, `,"resource":`, res.Attributes())
+	dst = appendCount(dst, `,"resourceDroppedAttributesCount":`, res.DroppedAttributesCount())
+	if resourceSchemaURL != "" {
+		dst = append(dst, `,"schemaUrl":`...)
+		dst = appendString(dst, resourceSchemaURL)
+	}
+	name, version := scope.Name(), scope.Version()
+	attrs, dropped := scope.Attributes(), scope.DroppedAttributesCount()
+	if name == "" && version == "" && scopeSchemaURL == "" && attrs.Len() == 0 && dropped == 0 {
+		return dst
+	}
+	dst = append(dst, `,"instrumentationScope":{`...)
+	n := len(dst)
+	if name != "" {
+		dst = append(dst, `,"name":`...)
+		dst = appendString(dst, name)
+	}
+	if version != "" {
+		dst = append(dst, `,"version":`...)
+		dst = appendString(dst, version)
+	}
+	if scopeSchemaURL != "" {
+		dst = append(dst, `,"schemaUrl":`...)
+		dst = appendString(dst, scopeSchemaURL)
+	}
+	dst = appendAttributes(dst, `,"attributes":`, attrs)
+	dst = appendCount(dst, `,"droppedAttributesCount":`, dropped)
+	return closeObject(dst, n)
+}
+
+func appendCount(dst []byte, key string, n uint32) []byte {
+	if n == 0 {
+		return dst
+	}
+	dst = append(dst, key...)
+	return strconv.AppendUint(dst, uint64(n), 10)
+}
+
+func appendAttributes(dst []byte, key string, m pcommon.Map) []byte {
+	if m.Len() == 0 {
+		return dst
+	}
+	dst = append(dst, key...)
+	return appendMap(dst, m)
+}
+
+// smallMap is the size up to which duplicate keys are found by comparing
+// with the keys already written, without allocating.
+const smallMap = 16
+
+// appendMap writes m as a JSON object. JSON objects must not repeat a key
+// (OpenSearch rejects such documents), so only the first occurrence of a key
+// is written, which is the one pcommon.Map.Get returns; keys are compared
+// after invalid UTF-8 is replaced, as the server sees them.
+func appendMap(dst []byte, m pcommon.Map) []byte {
+	dst = append(dst, '{')
+	var small [smallMap]string
+	keys := small[:0]
+	var seen map[string]struct{}
+	if m.Len() > smallMap {
+		seen = make(map[string]struct{}, m.Len())
+	}
+	first := true
+	for k, v := range m.All() {
+		sk := k
+		if !utf8.ValidString(k) {
+			sk = sanitize(k)
+		}
+		if seen != nil {
+			if _, dup := seen[sk]; dup {
+				continue
+			}
+			seen[sk] = struct{}{}
+		} else {
+			dup := false
+			for _, p := range keys {
+				if p == sk {
+					dup = true
+					break
+				}
+			}
+			if dup {
+				continue
+			}
+			keys = append(keys, sk)
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendString(dst, sk)
+		dst = append(dst, ':')
+		dst = appendValue(dst, v)
+	}
+	return append(dst, '}')
+}
+
+// appendValue writes v keeping its type: strings, booleans, integers and
+// doubles as themselves (a double always has a '.' or an exponent, so it
+// reads back as a double), bytes as base64 (standard, padded), slices as
+// arrays, maps as objects, empty as null. NaN and ±Inf have no JSON number:
+// they are written as the strings "NaN", "Infinity" and "-Infinity".
+func appendValue(dst []byte, v pcommon.Value) []byte {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return appendString(dst, v.Str())
+	case pcommon.ValueTypeInt:
+		return strconv.AppendInt(dst, v.Int(), 10)
+	case pcommon.ValueTypeDouble:
+		return appendDouble(dst, v.Double())
+	case pcommon.ValueTypeBool:
+		if v.Bool() {
+			return append(dst, "true"...)
+		}
+		return append(dst, "false"...)
+	case pcommon.ValueTypeBytes:
+		return appendBase64(dst, v.Bytes())
+	case pcommon.ValueTypeMap:
+		return appendMap(dst, v.Map())
+	case pcommon.ValueTypeSlice:
+		s := v.Slice()
+		dst = append(dst, '[')
+		for i := range s.Len() {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendValue(dst, s.At(i))
+		}
+		return append(dst, ']')
+	}
+	return append(dst, "null"...)
+}
+
+func appendDouble(dst []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(dst, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(dst, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(dst, `"-Infinity"`...)
+	}
+	n := len(dst)
+	dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
+	for _, c := range dst[n:] {
+		if c == '.' || c == 'e' {
+			return dst
+		}
+	}
+	return append(dst, ".0"...)
+}
+
+func appendBase64(dst []byte, b pcommon.ByteSlice) []byte {
+	dst = append(dst, '"')
+	// Encode through a stack buffer whose size is a multiple of 3, so that
+	// only the last chunk is padded and ByteSlice.AsRaw's copy is avoided.
+	var chunk [3 * 128]byte
+	n := b.Len()
+	for i := 0; i < n; {
+		c := min(len(chunk), n-i)
+		for j := range c {
+			chunk[j] = b.At(i + j)
+		}
+		dst = base64.StdEncoding.AppendEncode(dst, chunk[:c])
+		i += c
+	}
+	return append(dst, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+func appendHex(dst []byte, b []byte) []byte {
+	for _, c := range b {
+		dst = append(dst, hexDigits[c>>4], hexDigits[c&0xf])
+	}
+	return dst
+}
+
+// safe[c] is true for the ASCII bytes that stand for themselves inside a
+// JSON string.
+var safe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// appendString writes s as a JSON string: '"' and '\\' escaped, control
+// characters as \n, \r, \t, \b, \f or \u00XX, every byte that is not part of
+// valid UTF-8 replaced by U+FFFD (as encoding/json and routing.SanitizeUTF8
+// do). Everything else, including U+2028/U+2029, is copied.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if safe[c] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, "\uFFFD"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// sanitize replaces every byte of s that is not part of valid UTF-8 with
+// U+FFFD.
+func sanitize(s string) string {
+	out := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			out = append(out, "\uFFFD"...)
+		} else {
+			out = append(out, s[i:i+size]...)
+		}
+		i += size
+	}
+	return string(out)
+}

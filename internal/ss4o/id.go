@@ -1,0 +1,71 @@
+package ss4o
+
+import (
+	"encoding/binary"
+	"strconv"
+
+	"github.com/twmb/murmur3"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// ContentID is the 128-bit murmur3 hash (x64 variant, seed 0, h1 then h2,
+// big-endian) of an encoded document. The document holds the resource, the
+// scope and every field of the record, so two records get the same
+// ContentID exactly when SS4O cannot tell them apart (see the package
+// documentation for the few distinctions it does not keep). The value depends
+// on the encoding: a change of the layout changes every content id.
+func ContentID(doc []byte) [16]byte {
+	h1, h2 := murmur3.Sum128(doc)
+	var id [16]byte
+	binary.BigEndian.PutUint64(id[:8], h1)
+	binary.BigEndian.PutUint64(id[8:], h2)
+	return id
+}
+
+// AppendID appends the document _id for a content hash: 32 lower-case hex
+// digits, followed by "-" and the decimal occurrence when occurrence > 0.
+// occurrence counts earlier exact repeats of the same content in one export
+// call (see Repeats): a resend of the same call yields the same ids, and a
+// record genuinely repeated n times gets n distinct ids. It panics when
+// occurrence < 0.
+func AppendID(dst []byte, hash [16]byte, occurrence int) []byte {
+	if occurrence < 0 {
+		panic("ss4o: negative occurrence " + strconv.Itoa(occurrence))
+	}
+	dst = appendHex(dst, hash[:])
+	if occurrence > 0 {
+		dst = append(dst, '-')
+		dst = strconv.AppendInt(dst, int64(occurrence), 10)
+	}
+	return dst
+}
+
+// AppendSpanID appends a span's document _id: the 32 hex digits of the trace
+// id followed by the 16 hex digits of the span id.
+func AppendSpanID(dst []byte, traceID pcommon.TraceID, spanID pcommon.SpanID) []byte {
+	dst = appendHex(dst, traceID[:])
+	return appendHex(dst, spanID[:])
+}
+
+// Repeats numbers the occurrences of content hashes within one export call.
+// The zero value is ready to use. Reset between calls keeps its memory.
+// Not safe for concurrent use.
+type Repeats struct {
+	seen map[[16]byte]int
+}
+
+// Next returns how many times hash was passed to Next since the last Reset
+// (0 the first time) and counts this occurrence.
+func (r *Repeats) Next(hash [16]byte) int {
+	if r.seen == nil {
+		r.seen = make(map[[16]byte]int)
+	}
+	n := r.seen[hash]
+	r.seen[hash] = n + 1
+	return n
+}
+
+// Reset forgets every hash.
+func (r *Repeats) Reset() {
+	clear(r.seen)
+}
