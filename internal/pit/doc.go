@@ -1,0 +1,46 @@
+// Package pit reads an OpenSearch index to the end with a point in time (PIT)
+// and search_after, and survives the loss of the PIT's search contexts.
+//
+// A PIT pins each shard to a search context on the node that held a copy of
+// it when the PIT was opened. A node restart or a keep-alive expiry loses
+// those contexts. The Paginator classifies the three shapes this takes
+// (spec §4):
+//
+//   - partial loss: HTTP 200, _shards.failures[].reason.type is
+//     search_context_missing_exception; the page is incomplete, so it is
+//     discarded (never emitted) and fetched again from a new PIT;
+//   - total loss: HTTP 404, error.type search_phase_execution_exception
+//     with search_context_missing_exception among error.root_cause[] or
+//     error.failed_shards[].reason (or as error.type itself);
+//   - transport errors, 429 and 5xx: a size:0 probe on the PIT (on another
+//     node where possible) tells whether the contexts survive; if they do
+//     the page is retried, if not the PIT is recreated.
+//
+// On context loss the Paginator opens a new PIT on the same indices and
+// resumes from the last cursor (the sort values of the last hit it
+// fetched), at most MaxRecreateAttempts times per Paginator, after a capped
+// exponential backoff with full jitter. The new PIT is a newer snapshot:
+// documents written or updated since the first PIT may appear. After a
+// recreate, hits are checked against a bounded window of recently emitted
+// (index, _id) pairs: an already emitted hit with the same version is
+// skipped, one with a different version is emitted with ErrHitOutOfOrder.
+//
+// # Errors returned with a valid value
+//
+// Hits and Pages are iter.Seq2 iterators. Unlike the usual convention, an
+// error that matches ErrSnapshotBreak, ErrHitOutOfOrder or ErrShardFailure
+// (alone or joined) comes with a valid value and the iteration goes on.
+// Any other error is fatal: it comes with a zero value and is the last
+// thing the iterator yields. Use [IsFatal] to tell them apart.
+//
+// Shard failures that are not context loss (circuit breaker, task
+// cancelled, ...) are never retried: the cursor moves past them, the
+// documents of the failed shard in that range are not read, and the page
+// carries ErrShardFailure with the failures.
+//
+// # Concurrency
+//
+// One goroutine iterates. Stats, Cursor and PITID may be called from any
+// goroutine at any time. Parallel reads use one Paginator per slice
+// (Options.Slice), optionally sharing one *Counters.
+package pit
