@@ -1,0 +1,699 @@
+package bulk
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// reqItem is one item of a received _bulk body.
+type reqItem struct {
+	Index, ID string
+	Source    string
+}
+
+// readBulk decodes a _bulk body, failing the test on any malformed line.
+func readBulk(t testing.TB, body []byte) []reqItem {
+	t.Helper()
+	if len(body) > 0 && body[len(body)-1] != '\n' {
+		t.Errorf("body does not end with a newline")
+	}
+	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	if len(lines)%2 != 0 {
+		t.Errorf("odd number of lines: %d", len(lines))
+		return nil
+	}
+	var items []reqItem
+	for i := 0; i < len(lines); i += 2 {
+		var a action
+		if err := json.Unmarshal([]byte(lines[i]), &a); err != nil || a.Create == nil || a.Create.Index == nil {
+			t.Errorf("action line %q: %v", lines[i], err)
+			return nil
+		}
+		it := reqItem{Index: *a.Create.Index, Source: lines[i+1]}
+		if a.Create.ID != nil {
+			it.ID = *a.Create.ID
+		}
+		if !json.Valid([]byte(lines[i+1])) {
+			t.Errorf("source line %q", lines[i+1])
+		}
+		items = append(items, it)
+	}
+	return items
+}
+
+// itemJSON renders one response item.
+func itemJSON(index string, status int, typ, reason string) string {
+	if typ == "" {
+		return fmt.Sprintf(`{"create":{"_index":%q,"status":%d}}`, index, status)
+	}
+	return fmt.Sprintf(`{"create":{"_index":%q,"status":%d,"error":{"type":%q,"reason":%q}}}`, index, status, typ, reason)
+}
+
+func response(items []string) string {
+	errs := false
+	for _, it := range items {
+		if strings.Contains(it, `"error"`) {
+			errs = true
+		}
+	}
+	return fmt.Sprintf(`{"errors":%v,"items":[%s]}`, errs, strings.Join(items, ","))
+}
+
+// fakeNode answers _bulk requests with answer(items).
+func fakeNode(t *testing.T, answer func(items []reqItem) (int, string)) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if r.Method != http.MethodPost || r.URL.Path != "/_bulk" {
+			t.Errorf("%s %s", r.Method, r.URL.Path)
+		}
+		if got := r.URL.Query().Get("filter_path"); got != filterPath {
+			t.Errorf("filter_path %q", got)
+		}
+		if ct := r.Header.Get("Content-Type"); ct != "application/x-ndjson" {
+			t.Errorf("Content-Type %q", ct)
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Errorf("read body: %v", err)
+			return
+		}
+		if r.ContentLength != int64(len(body)) {
+			t.Errorf("Content-Length %d for %d bytes", r.ContentLength, len(body))
+		}
+		status, resp := answer(readBulk(t, body))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		io.WriteString(w, resp)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls
+}
+
+// echoAll answers every item with 201 and _index = the item's id, so tests
+// can check that outcomes are matched to the right items.
+func echoAll(items []reqItem) (int, string) {
+	var out []string
+	for _, it := range items {
+		out = append(out, itemJSON(it.ID, 201, "", ""))
+	}
+	return 200, response(out)
+}
+
+// testBatch makes n items with ids "id-<k>"; item k has a source of about
+// size bytes.
+func testBatch(t testing.TB, n, size int) (*Batch, []int32) {
+	b := new(Batch)
+	items := make([]int32, n)
+	for k := range items {
+		src := fmt.Sprintf(`{"k":%d,"pad":"%s"}`, k, strings.Repeat("p", max(0, size-20)))
+		items[k] = add(t, b, "logs", fmt.Sprintf("id-%d", k), src)
+	}
+	return b, items
+}
+
+func checkAll(t *testing.T, out []Outcome, want Class) {
+	t.Helper()
+	for k, o := range out {
+		if c := Classify(o); c != want {
+			t.Fatalf("item %d: %+v is %v, want %v", k, o, c, want)
+		}
+	}
+}
+
+func TestSendSuccess(t *testing.T) {
+	b, all := testBatch(t, 20, 50)
+	// A node's items: not contiguous in the arena.
+	items := []int32{1, 2, 5, 6, 7, 11, 19}
+	var got []reqItem
+	var mu sync.Mutex
+	srv, _ := fakeNode(t, func(its []reqItem) (int, string) {
+		mu.Lock()
+		got = its
+		mu.Unlock()
+		return echoAll(its)
+	})
+	var c Client
+	out := make([]Outcome, len(items)+3)
+	res, err := c.Send(context.Background(), srv.URL+"/", b, items, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantBytes int64
+	for k, it := range items {
+		_, id, size := b.Item(it)
+		wantBytes += int64(size)
+		if got[k].ID != id || got[k].Index != "logs" || !strings.Contains(got[k].Source, fmt.Sprintf(`"k":%d,`, it)) {
+			t.Errorf("request item %d = %+v, want id %s", k, got[k], id)
+		}
+		if out[k] != (Outcome{Status: 201, Index: id}) {
+			t.Errorf("outcome %d = %+v", k, out[k])
+		}
+	}
+	if len(got) != len(items) {
+		t.Fatalf("server got %d items", len(got))
+	}
+	if out[len(items)] != (Outcome{}) {
+		t.Error("Send wrote past len(items)")
+	}
+	if res.Requests != 1 || res.Bytes != wantBytes || res.Status != 200 || res.Counts[Done] != len(items) {
+		t.Fatalf("result %+v", res)
+	}
+	_ = all
+	// Empty send: nothing happens.
+	if res, err := c.Send(context.Background(), srv.URL, b, nil, nil); err != nil || res.Requests != 0 {
+		t.Fatal(res, err)
+	}
+	if _, err := c.Send(context.Background(), srv.URL, b, items, out[:2]); err == nil {
+		t.Fatal("short out accepted")
+	}
+}
+
+func TestSendMixedItemErrors(t *testing.T) {
+	answers := []struct {
+		status      int
+		typ, reason string
+		want        Class
+	}{
+		{201, "", "", Done},
+		{200, "", "", Done},
+		{409, "version_conflict_engine_exception", "[id-2]: version conflict, document already exists (current version [1])", Duplicate},
+		{429, "rejected_execution_exception", "rejected execution of primary operation", Retry},
+		{429, "es_rejected_execution_exception", "rejected", Retry},
+		{400, "mapper_parsing_exception", "failed to parse field [n] of type [long] in document with id 'id-5'. Preview of field's value: 'secret'", Permanent},
+		{400, "illegal_argument_exception", "only write ops with an op_type of create are allowed in data streams", Permanent},
+		{503, "unavailable_shards_exception", "primary shard is not active", Retry},
+		{500, "rejected_execution_exception", "x", Retry},
+		{409, "some_other_conflict", "x", Permanent},
+		{404, "index_not_found_exception", "no such index", Permanent},
+	}
+	b, items := testBatch(t, len(answers), 40)
+	srv, _ := fakeNode(t, func(its []reqItem) (int, string) {
+		var out []string
+		for k, it := range its {
+			a := answers[k]
+			out = append(out, itemJSON(".ds-"+it.Index+"-000002", a.status, a.typ, a.reason))
+		}
+		return 200, response(out)
+	})
+	var c Client
+	out := make([]Outcome, len(items))
+	res, err := c.Send(context.Background(), srv.URL, b, items, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counts [NumClasses]int
+	for k, a := range answers {
+		o := out[k]
+		if o.Status != a.status || o.ErrorType != a.typ || o.ErrorReason != a.reason || o.Index != ".ds-logs-000002" {
+			t.Errorf("item %d: %+v", k, o)
+		}
+		if c := Classify(o); c != a.want {
+			t.Errorf("item %d (%d %s) is %v, want %v", k, a.status, a.typ, c, a.want)
+		}
+		counts[a.want]++
+	}
+	if res.Counts != counts {
+		t.Fatalf("counts %v, want %v", res.Counts, counts)
+	}
+	if r := SafeReason(out[5].ErrorReason); strings.Contains(r, "secret") || !strings.HasPrefix(r, "failed to parse field [n] of type [long]") {
+		t.Fatalf("SafeReason kept document contents: %q", r)
+	}
+}
+
+func TestSendRequestLevelFailures(t *testing.T) {
+	cases := []struct {
+		name      string
+		status    int
+		body      string
+		kind      Kind
+		class     Class
+		retryable bool
+		msg       []string
+	}{
+		{"429", 429, `{"error":{"root_cause":[{"type":"rejected_execution_exception","reason":"rejected execution of coordinating operation [coordinating_and_primary_bytes=0]"}],"type":"rejected_execution_exception","reason":"rejected execution of coordinating operation [coordinating_and_primary_bytes=0]"},"status":429}`,
+			KindThrottled, Retry, true, []string{"429", "rejected_execution_exception"}},
+		{"503", 503, `{"error":{"type":"cluster_block_exception","reason":"blocked by: [SERVICE_UNAVAILABLE/2/no master];"},"status":503}`,
+			KindServer, Retry, true, []string{"503", "cluster_block_exception"}},
+		{"502 no body", 502, ``, KindServer, Retry, true, []string{"502"}},
+		{"401", 401, `Unauthorized`, KindAuth, Permanent, false, []string{"401", "credentials"}},
+		{"403", 403, `{"error":{"root_cause":[{"type":"security_exception","reason":"no permissions for [indices:data/write/bulk] and User [name=otel, backend_roles=[], requestedTenant=null]"}],"type":"security_exception","reason":"no permissions for [indices:data/write/bulk] and User [name=otel, backend_roles=[], requestedTenant=null]"},"status":403}`,
+			KindAuth, Permanent, false, []string{"403", "credentials", "security_exception", "indices:data/write/bulk"}},
+		{"400", 400, `{"error":{"type":"illegal_argument_exception","reason":"The bulk request must be terminated by a newline [\n]"},"status":400}`,
+			KindRejected, Permanent, false, []string{"400", "illegal_argument_exception"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, items := testBatch(t, 5, 30)
+			srv, _ := fakeNode(t, func([]reqItem) (int, string) { return tc.status, tc.body })
+			var c Client
+			out := make([]Outcome, len(items))
+			// Credentials in the URL must never appear in the error.
+			base := strings.Replace(srv.URL, "http://", "http://otel:s3cret-pw@", 1)
+			res, err := c.Send(context.Background(), base, b, items, out)
+			var re *RequestError
+			if !errors.As(err, &re) || re.Kind != tc.kind || re.Status != tc.status {
+				t.Fatalf("error %#v", err)
+			}
+			if IsRetryable(err) != tc.retryable || IsNodeDown(err) {
+				t.Fatalf("retryable=%v nodeDown=%v", IsRetryable(err), IsNodeDown(err))
+			}
+			for _, m := range tc.msg {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("message %q lacks %q", err, m)
+				}
+			}
+			if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "otel:") {
+				t.Fatalf("message leaks credentials: %q", err)
+			}
+			checkAll(t, out, tc.class)
+			for _, o := range out {
+				if o.Status != tc.status {
+					t.Fatalf("outcome %+v", o)
+				}
+			}
+			if res.Counts[tc.class] != len(items) || res.Status != tc.status {
+				t.Fatalf("result %+v", res)
+			}
+		})
+	}
+}
+
+func TestSendSplitsOn413(t *testing.T) {
+	const limit = 700
+	b, items := testBatch(t, 13, 100) // ~150 bytes each: about 4 per request
+	big := add(t, b, "logs", "huge", `{"x":"`+strings.Repeat("h", 2*limit)+`"}`)
+	items = append(items[:6], append([]int32{big}, items[6:]...)...)
+	var sizes []int
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > limit {
+			// Like the real server: refuse by Content-Length, unread.
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		its := readBulk(t, body)
+		mu.Lock()
+		sizes = append(sizes, len(its))
+		mu.Unlock()
+		_, resp := echoAll(its)
+		io.WriteString(w, resp)
+	}))
+	defer srv.Close()
+	var c Client
+	out := make([]Outcome, len(items))
+	res, err := c.Send(context.Background(), srv.URL, b, items, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, it := range items {
+		_, id, _ := b.Item(it)
+		if it == big {
+			if out[k].Status != 413 || out[k].ErrorType != ErrTooLarge || Classify(out[k]) != Permanent {
+				t.Fatalf("oversized item: %+v", out[k])
+			}
+			continue
+		}
+		if out[k] != (Outcome{Status: 201, Index: id}) {
+			t.Fatalf("item %d: %+v", k, out[k])
+		}
+	}
+	total := 0
+	for _, s := range sizes {
+		total += s
+	}
+	if total != len(items)-1 || res.Requests <= len(sizes) || res.Counts[Done] != len(items)-1 || res.Counts[Permanent] != 1 {
+		t.Fatalf("sizes %v, result %+v", sizes, res)
+	}
+}
+
+func TestSend413LargeUnreadBody(t *testing.T) {
+	// A body far larger than the server reads before answering 413 and
+	// closing: the answer must still be seen as 413 (then split), not as a
+	// broken connection.
+	const limit = 2 << 20
+	b, items := testBatch(t, 8, 1<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > limit {
+			w.Header().Set("Connection", "close")
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		_, resp := echoAll(readBulk(t, body))
+		io.WriteString(w, resp)
+	}))
+	defer srv.Close()
+	var c Client
+	out := make([]Outcome, len(items))
+	res, err := c.Send(context.Background(), srv.URL, b, items, out)
+	if err != nil {
+		t.Fatalf("%v (result %+v)", err, res)
+	}
+	checkAll(t, out, Done)
+}
+
+func TestSendBadResponses(t *testing.T) {
+	cases := map[string]func([]reqItem) (int, string){
+		"malformed":   func([]reqItem) (int, string) { return 200, `<html>proxy error</html>` },
+		"truncated":   func(its []reqItem) (int, string) { _, r := echoAll(its); return 200, r[:len(r)/2] },
+		"wrong count": func(its []reqItem) (int, string) { _, r := echoAll(its[1:]); return 200, r },
+		"empty":       func([]reqItem) (int, string) { return 200, `` },
+		"no items":    func([]reqItem) (int, string) { return 200, `{}` },
+	}
+	for name, answer := range cases {
+		t.Run(name, func(t *testing.T) {
+			b, items := testBatch(t, 4, 30)
+			srv, _ := fakeNode(t, answer)
+			var c Client
+			out := make([]Outcome, len(items))
+			_, err := c.Send(context.Background(), srv.URL, b, items, out)
+			var re *RequestError
+			if !errors.As(err, &re) || re.Kind != KindBadResponse || !IsRetryable(err) || IsNodeDown(err) {
+				t.Fatalf("error %v", err)
+			}
+			for _, o := range out {
+				if o.Status != 0 || o.ErrorType != ErrBadResponse || Classify(o) != Retry {
+					t.Fatalf("outcome %+v", o)
+				}
+			}
+		})
+	}
+}
+
+// rawNode serves each connection with handle (no HTTP server).
+func rawNode(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer conn.Close()
+				handle(conn)
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	return "http://" + ln.Addr().String()
+}
+
+// readRequest reads one HTTP request with its body.
+func readRequest(conn net.Conn) bool {
+	req, err := http.ReadRequest(bufio.NewReader(conn))
+	if err != nil {
+		return false
+	}
+	_, err = io.Copy(io.Discard, req.Body)
+	return err == nil
+}
+
+func TestSendTransportFailures(t *testing.T) {
+	// A port with nothing listening.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String()
+	ln.Close()
+
+	reset := rawNode(t, func(conn net.Conn) {
+		if tc, ok := conn.(*net.TCPConn); ok {
+			tc.SetLinger(0) // RST on close
+		}
+	})
+	truncated := rawNode(t, func(conn net.Conn) {
+		if readRequest(conn) {
+			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n"+`{"errors":false,"items":[{"create":`)
+		}
+	})
+	closedAfterRequest := rawNode(t, func(conn net.Conn) { readRequest(conn) })
+
+	cases := []struct {
+		name, url string
+		kind      Kind
+		otype     string
+	}{
+		{"connection refused", refused, KindNodeDown, ErrConnection},
+		{"connection reset", reset, KindNodeDown, ErrConnection},
+		{"closed without answer", closedAfterRequest, KindNodeDown, ErrConnection},
+		{"body cut short", truncated, KindBadResponse, ErrBadResponse},
+		{"invalid URL", "ftp://x", KindNodeDown, ErrConnection},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, items := testBatch(t, 3, 30)
+			var c Client
+			out := make([]Outcome, len(items))
+			res, err := c.Send(context.Background(), tc.url, b, items, out)
+			var re *RequestError
+			if !errors.As(err, &re) || re.Kind != tc.kind {
+				t.Fatalf("error %v (%#v)", err, err)
+			}
+			if IsNodeDown(err) != (tc.kind == KindNodeDown) || !IsRetryable(err) {
+				t.Fatalf("nodeDown=%v retryable=%v", IsNodeDown(err), IsRetryable(err))
+			}
+			for _, o := range out {
+				if o.Status != 0 || o.ErrorType != tc.otype || Classify(o) != Retry {
+					t.Fatalf("outcome %+v", o)
+				}
+			}
+			if res.Counts[Retry] != len(items) {
+				t.Fatalf("result %+v", res)
+			}
+		})
+	}
+}
+
+func TestSendSlowServer(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	b, items := testBatch(t, 3, 30)
+	out := make([]Outcome, len(items))
+
+	// The caller's deadline: canceled, not node down.
+	var c Client
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Send(ctx, srv.URL, b, items, out)
+	if !errors.Is(err, context.DeadlineExceeded) || IsNodeDown(err) || !IsRetryable(err) {
+		t.Fatalf("caller deadline: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Send returned %v after the deadline", d)
+	}
+	for _, o := range out {
+		if o.ErrorType != ErrCanceled || Classify(o) != Retry {
+			t.Fatalf("outcome %+v", o)
+		}
+	}
+
+	// The request's own timeout: the node is taken to be down.
+	c2 := Client{Timeout: 150 * time.Millisecond}
+	_, err = c2.Send(context.Background(), srv.URL, b, items, out)
+	if !IsNodeDown(err) || !IsRetryable(err) {
+		t.Fatalf("request timeout: %v", err)
+	}
+	for _, o := range out {
+		if o.Status != 0 || o.ErrorType != ErrTimeout || Classify(o) != Retry {
+			t.Fatalf("outcome %+v", o)
+		}
+	}
+
+	// http.Client.Timeout counts as the request's own timeout too.
+	c3 := Client{HTTP: &http.Client{Timeout: 150 * time.Millisecond}}
+	if _, err = c3.Send(context.Background(), srv.URL, b, items, out); !IsNodeDown(err) || out[0].ErrorType != ErrTimeout {
+		t.Fatalf("http.Client timeout: %v, %+v", err, out[0])
+	}
+}
+
+func TestSendConcurrentNodesSharedBatch(t *testing.T) {
+	b, items := testBatch(t, 300, 80)
+	var srvs []*httptest.Server
+	for i := 0; i < 3; i++ {
+		s, _ := fakeNode(t, echoAll)
+		srvs = append(srvs, s)
+	}
+	var c Client
+	var wg sync.WaitGroup
+	for i, s := range srvs {
+		var mine []int32
+		for k := i; k < len(items); k += 3 {
+			mine = append(mine, items[k])
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, sub := range Split(b, mine, 2000, nil) {
+				out := make([]Outcome, len(sub))
+				if _, err := c.Send(context.Background(), s.URL, b, sub, out); err != nil {
+					t.Error(err)
+					return
+				}
+				for k, it := range sub {
+					if _, id, _ := b.Item(it); out[k].Index != id || out[k].Status != 201 {
+						t.Errorf("item %d: %+v", it, out[k])
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestBodyNotReadAfterSend: the server answers 429 without reading a large
+// body; once Send has returned the caller resets and rewrites the Batch.
+// Under -race any transport read of the arena after Send returned is a
+// data race, and a reader that was detached must fail.
+func TestBodyNotReadAfterSend(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	var c Client
+	for round := 0; round < 5; round++ {
+		b, items := testBatch(t, 64, 16<<10) // 1 MiB: more than the server drains
+		out := make([]Outcome, len(items))
+		_, err := c.Send(context.Background(), srv.URL, b, items, out)
+		if !IsRetryable(err) {
+			t.Fatalf("%v", err)
+		}
+		b.Reset()
+		for i := 0; i < 64; i++ {
+			add(t, b, "other", "x", `{"overwritten":"`+strings.Repeat("o", 16<<10)+`"}`)
+		}
+	}
+	b, items := testBatch(t, 2, 10)
+	st := newBody(b, items)
+	r, _ := st.getBody()
+	st.detach()
+	if _, err := r.Read(make([]byte, 10)); err != errDetached {
+		t.Fatalf("read after detach: %v", err)
+	}
+	if _, err := st.getBody(); err != errDetached {
+		t.Fatalf("GetBody after detach: %v", err)
+	}
+}
+
+func TestBodyReader(t *testing.T) {
+	b, _ := testBatch(t, 10, 33)
+	items := []int32{9, 0, 3, 4, 5}
+	var want []byte
+	for _, it := range items {
+		want = append(want, b.Bytes(it)...)
+	}
+	for _, chunk := range []int{1, 7, 64, 1 << 16} {
+		st := newBody(b, items)
+		if st.size != int64(len(want)) {
+			t.Fatal(st.size, len(want))
+		}
+		var got []byte
+		buf := make([]byte, chunk)
+		for {
+			n, err := st.root.Read(buf)
+			got = append(got, buf[:n]...)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("chunk %d: body differs", chunk)
+		}
+		// GetBody starts again from the first byte.
+		r, _ := st.getBody()
+		again, _ := io.ReadAll(r)
+		if !bytes.Equal(again, want) {
+			t.Fatal("GetBody body differs")
+		}
+		st.detach()
+	}
+}
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		o    Outcome
+		want Class
+	}{
+		{Outcome{Status: 201}, Done},
+		{Outcome{Status: 200}, Done},
+		{Outcome{Status: 409, ErrorType: "version_conflict_engine_exception"}, Duplicate},
+		{Outcome{Status: 409}, Permanent},
+		{Outcome{Status: 429}, Retry},
+		{Outcome{Status: 400, ErrorType: "rejected_execution_exception"}, Retry},
+		{Outcome{Status: 200, ErrorType: "es_rejected_execution_exception"}, Retry},
+		{Outcome{Status: 500}, Retry},
+		{Outcome{Status: 503}, Retry},
+		{Outcome{Status: 599}, Retry},
+		{Outcome{Status: 0, ErrorType: ErrConnection}, Retry},
+		{Outcome{Status: 400, ErrorType: "mapper_parsing_exception"}, Permanent},
+		{Outcome{Status: 401}, Permanent},
+		{Outcome{Status: 403}, Permanent},
+		{Outcome{Status: 404}, Permanent},
+		{Outcome{Status: 413, ErrorType: ErrTooLarge}, Permanent},
+		{Outcome{Status: 302}, Permanent},
+		{Outcome{Status: 600}, Permanent},
+	}
+	for _, tc := range cases {
+		if got := Classify(tc.o); got != tc.want {
+			t.Errorf("Classify(%+v) = %v, want %v", tc.o, got, tc.want)
+		}
+	}
+}
+
+func TestSafeReason(t *testing.T) {
+	cases := map[string]string{
+		"failed to parse field [n] of type [long] in document with id 'a'. Preview of field's value: 'pw'":                                                                                                          "failed to parse field [n] of type [long]",
+		"Document contains at least one immense term in field=\"b\" (whose UTF8 encoding is longer than the max length 32766), all of which were skipped. The prefix of the first immense term is: '[112, 119]...'": "Document contains at least one immense term in field=\"b\" (whose UTF8 encoding is longer than the max length 32766), all of which were skipped",
+		"Limit of total fields [1000] has been exceeded": "Limit of total fields [1000] has been exceeded",
+	}
+	for in, want := range cases {
+		if got := SafeReason(in); got != want {
+			t.Errorf("SafeReason(%q) = %q, want %q", in, got, want)
+		}
+	}
+	long := strings.Repeat("é", 300)
+	got := SafeReason(long)
+	if len(got) > maxReason+len("…") || !strings.HasSuffix(got, "…") || !utf8ValidString(got) {
+		t.Fatalf("%q", got)
+	}
+}
+
+func utf8ValidString(s string) bool { return strings.ToValidUTF8(s, "\x00") == s }
