@@ -416,7 +416,7 @@ func (n *Node) executePrimary(ctx context.Context, im *indexMeta, shard int, ite
 				cur := st.docs[pos].version
 				it.res = itemResult{status: 409, index: im.name, errType: "version_conflict_engine_exception",
 					errReason: fmt.Sprintf("[%s]: version conflict, document already exists (current version [%d])", it.id, cur),
-					errIndex: true, shardLabel: shard, indexUUID: im.uuid}
+					errIndex:  true, shardLabel: shard, indexUUID: im.uuid}
 				continue
 			}
 			r.status, r.result, r.version = 201, "created", 1
