@@ -55,6 +55,10 @@ const maxDepth = 10000
 // The error matches ErrForeign for valid JSON of another shape and is a
 // *SyntaxError for malformed JSON; the targets then hold a partial result.
 func DecodeLog(src []byte, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) error {
+	return checkForeign(src, decodeLog(src, rl, sl, lr))
+}
+
+func decodeLog(src []byte, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) error {
 	pcommon.NewResource().MoveTo(rl.Resource())
 	pcommon.NewInstrumentationScope().MoveTo(sl.Scope())
 	plog.NewLogRecord().MoveTo(lr)
@@ -131,6 +135,10 @@ func DecodeLog(src []byte, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogR
 // "@timestamp" when that is absent (our encoder leaves "startTime" out only
 // for a zero start time).
 func DecodeSpan(src []byte, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptrace.Span) error {
+	return checkForeign(src, decodeSpan(src, rs, ss, span))
+}
+
+func decodeSpan(src []byte, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptrace.Span) error {
 	pcommon.NewResource().MoveTo(rs.Resource())
 	pcommon.NewInstrumentationScope().MoveTo(ss.Scope())
 	ptrace.NewSpan().MoveTo(span)
@@ -247,6 +255,51 @@ func DecodeValue(src []byte, v pcommon.Value) error {
 		return d.syntax("data after the JSON value")
 	}
 	return nil
+}
+
+// checkForeign makes ErrForeign mean "valid JSON": decoding stops at the
+// first field that does not fit, so the rest of src is checked here, and a
+// syntax error anywhere is reported instead.
+func checkForeign(src []byte, err error) error {
+	if !errors.Is(err, ErrForeign) {
+		return err
+	}
+	d := decoder{src: src}
+	if serr := d.skip(); serr != nil {
+		return serr
+	}
+	d.ws()
+	if d.pos != len(d.src) {
+		return d.syntax("data after the JSON value")
+	}
+	return err
+}
+
+// skip reads one JSON value without keeping it.
+func (d *decoder) skip() error {
+	switch c := d.peek(); c {
+	case '"':
+		_, err := d.str()
+		return err
+	case '{':
+		return d.object(func([]byte) error { return d.skip() })
+	case '[':
+		return d.array(d.skip)
+	case 't':
+		return d.literal("true")
+	case 'f':
+		return d.literal("false")
+	case 'n':
+		return d.literal("null")
+	case 0:
+		return d.syntax("unexpected end")
+	default:
+		if c == '-' || (c >= '0' && c <= '9') {
+			_, _, _, err := d.number()
+			return err
+		}
+		return d.syntax("unexpected character " + strconv.QuoteRune(rune(c)))
+	}
 }
 
 // fieldSet records the top-level fields already read; a document that

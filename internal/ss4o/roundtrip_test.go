@@ -136,14 +136,14 @@ func checkSpan(t testing.TB, e *entropy) {
 
 func TestRoundTripRandomLogs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for range 3000 {
+	for range randomCases {
 		checkLog(t, &entropy{rng: rng})
 	}
 }
 
 func TestRoundTripRandomSpans(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for range 3000 {
+	for range randomCases {
 		checkSpan(t, &entropy{rng: rng})
 	}
 }

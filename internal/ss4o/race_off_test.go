@@ -1,0 +1,5 @@
+//go:build !race
+
+package ss4o
+
+const randomCases = 3000
