@@ -33,6 +33,11 @@ type Batch struct {
 	srcStart int // offset of the open item's source
 	index    string
 	id       string
+
+	// The last index name and its JSON form: one export call writes to few
+	// indices, so most items reuse it.
+	lastIndex     string
+	lastIndexJSON []byte
 }
 
 type entry struct {
@@ -59,7 +64,11 @@ func (b *Batch) Begin(index, id string) []byte {
 	b.start = len(b.arena)
 	b.index, b.id = index, id
 	a := append(b.arena, `{"create":{"_index":`...)
-	a = appendJSONString(a, index)
+	if index != b.lastIndex || b.lastIndexJSON == nil {
+		b.lastIndexJSON = appendJSONString(b.lastIndexJSON[:0], index)
+		b.lastIndex = index
+	}
+	a = append(a, b.lastIndexJSON...)
 	if id != "" {
 		a = append(a, `,"_id":`...)
 		a = appendJSONString(a, id)
@@ -110,7 +119,6 @@ func (b *Batch) Commit(buf []byte) (int32, error) {
 	buf = append(buf, '\n')
 	b.arena = buf
 	b.items = append(b.items, entry{start: b.start, end: len(buf), index: b.index, id: b.id})
-	b.index, b.id = "", ""
 	return int32(len(b.items) - 1), nil
 }
 
@@ -207,8 +215,13 @@ const hexDigits = "0123456789abcdef"
 // characters escaped, every byte that is not valid UTF-8 as \ufffd.
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	i := plainPrefix(s)
+	if i == len(s) {
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {

@@ -457,7 +457,7 @@ func (p *parser) rawString() (raw []byte, clean bool, err error) {
 	b := p.buf
 	start := p.pos + 1
 	clean = true
-	for i := start; i < len(b); i++ {
+	for i := start + plainPrefix(b[start:]); i < len(b); i++ {
 		c := b[i]
 		switch {
 		case c == '"':
