@@ -455,6 +455,9 @@ func parseSort(v any) ([]sortField, error) {
 	for _, e := range list {
 		switch x := e.(type) {
 		case string:
+			if x == "_shard_doc" {
+				return nil, qerr("No mapping found for [_shard_doc] in order to sort on")
+			}
 			out = append(out, sortField{field: x, desc: x == "_score"})
 		case map[string]any:
 			for f, spec := range x {
