@@ -39,7 +39,7 @@ func TestSearchQueriesAndSort(t *testing.T) {
 	seed(t, base, "s", 30)
 	cases := []struct {
 		name, query string
-		count      int
+		count       int
 	}{
 		{"match_all", `{"match_all":{}}`, 30},
 		{"term", `{"term":{"level":"warn"}}`, 10},
