@@ -35,11 +35,16 @@ var ndjson = []string{"application/x-ndjson"}
 // change them afterwards. Send is safe for concurrent use.
 type Client struct {
 	// HTTP sends the requests; nil means http.DefaultClient. Authentication,
-	// TLS, compression and proxies are its business (confighttp's client).
+	// TLS, compression and proxies are its Transport's business (confighttp's
+	// client). Send calls HTTP.Transport.RoundTrip itself (http.Client's
+	// per-request header copying for redirects costs allocations we do not
+	// need): HTTP.Timeout is honoured (as the request's own timeout), a
+	// redirect is not followed (a 3xx is KindRejected) and HTTP.Jar is not
+	// used. User info in baseURL becomes a basic Authorization header.
 	HTTP *http.Client
 	// Timeout bounds each HTTP request (one attempt at one sub-bulk, or one
-	// half after a 413). 0: none of its own, only the caller's context and
-	// HTTP.Timeout. When it expires the node is taken to be down
+	// half after a 413); the shorter of Timeout and HTTP.Timeout applies.
+	// 0: none of its own, only the caller's context and HTTP.Timeout. When it expires the node is taken to be down
 	// (KindNodeDown, ErrTimeout), unlike the caller's own context ending
 	// (KindCanceled).
 	Timeout time.Duration
@@ -51,8 +56,8 @@ type Client struct {
 	MaxResponseBytes int64
 
 	urlMu sync.Mutex
-	urls  map[string]*url.URL // baseURL → its parsed _bulk URL (read-only)
-	names interner            // index names and error types
+	urls  map[string]*target // baseURL → where to send (read-only)
+	names interner           // index names and error types
 }
 
 // Result tells what one Send did.
@@ -225,13 +230,13 @@ func (c *Client) Send(ctx context.Context, baseURL string, b *Batch, items []int
 		return res, nil
 	}
 	out = out[:len(items)]
-	u, node, err := c.bulkURL(baseURL)
+	tg, err := c.target(baseURL)
 	var reqErr *RequestError
 	if err != nil {
-		reqErr = &RequestError{Kind: KindNodeDown, Node: node, Err: err}
-		fill(out, Outcome{ErrorType: ErrConnection, ErrorReason: "invalid node URL"})
+		reqErr = &RequestError{Kind: KindNodeDown, Node: "invalid URL", Err: err}
+		fill(out, Outcome{ErrorType: ErrConnection, ErrorReason: err.Error()})
 	} else {
-		reqErr = c.send(ctx, u, node, b, items, out, &res)
+		reqErr = c.send(ctx, tg, b, items, out, &res)
 	}
 	for i := range out {
 		res.Counts[Classify(out[i])]++
@@ -249,8 +254,8 @@ func fill(out []Outcome, o Outcome) {
 }
 
 // send sends items, splitting on 413.
-func (c *Client) send(ctx context.Context, u *url.URL, node string, b *Batch, items []int32, out []Outcome, res *Result) *RequestError {
-	status, err := c.once(ctx, u, node, b, items, out, res)
+func (c *Client) send(ctx context.Context, tg *target, b *Batch, items []int32, out []Outcome, res *Result) *RequestError {
+	status, err := c.once(ctx, tg, b, items, out, res)
 	if status != http.StatusRequestEntityTooLarge || err != nil {
 		return err
 	}
@@ -260,11 +265,11 @@ func (c *Client) send(ctx context.Context, u *url.URL, node string, b *Batch, it
 		return nil
 	}
 	half := len(items) / 2
-	if err := c.send(ctx, u, node, b, items[:half], out[:half], res); err != nil {
+	if err := c.send(ctx, tg, b, items[:half], out[:half], res); err != nil {
 		fill(out[half:], outcomeOf(err))
 		return err
 	}
-	return c.send(ctx, u, node, b, items[half:], out[half:], res)
+	return c.send(ctx, tg, b, items[half:], out[half:], res)
 }
 
 // outcomeOf is the outcome carried by items that a whole-request failure
@@ -292,24 +297,41 @@ func outcomeOf(e *RequestError) Outcome {
 
 // once sends one request. It returns 413 without an error (the caller
 // splits) and fills out on every other path.
-func (c *Client) once(ctx context.Context, u *url.URL, node string, b *Batch, items []int32, out []Outcome, res *Result) (int, *RequestError) {
+func (c *Client) once(ctx context.Context, tg *target, b *Batch, items []int32, out []Outcome, res *Result) (int, *RequestError) {
+	node := tg.node
 	fail := func(e *RequestError) (int, *RequestError) {
 		fill(out, outcomeOf(e))
 		return e.Status, e
 	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	timeout := c.Timeout
+	if hc.Timeout > 0 && (timeout <= 0 || hc.Timeout < timeout) {
+		timeout = hc.Timeout
+	}
 	rctx := ctx
-	if c.Timeout > 0 {
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		rctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	st := newBody(b, items)
 	defer st.detach() // after this, nothing reads b for this request
-	header := make(http.Header, len(c.Header)+1)
+	header := make(http.Header, len(c.Header)+2)
 	for k, v := range c.Header {
 		header[k] = v
 	}
 	header["Content-Type"] = ndjson
+	if tg.auth != nil {
+		header["Authorization"] = tg.auth
+	}
+	u := tg.url
 	req := (&http.Request{
 		Method:        http.MethodPost,
 		URL:           u,
@@ -325,13 +347,9 @@ func (c *Client) once(ctx context.Context, u *url.URL, node string, b *Batch, it
 	res.Requests++
 	res.Bytes += st.size
 
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, err := rt.RoundTrip(req)
 	if err != nil {
-		return fail(c.transportError(ctx, rctx, node, err))
+		return fail(transportError(ctx, rctx, timeout, node, err))
 	}
 	defer resp.Body.Close()
 	res.Status = resp.StatusCode
@@ -370,7 +388,7 @@ func (c *Client) once(ctx context.Context, u *url.URL, node string, b *Batch, it
 		if errors.Is(err, errTooLarge) {
 			return fail(&RequestError{Kind: KindBadResponse, Node: node, Status: code, Err: err})
 		}
-		e := c.transportError(ctx, rctx, node, err)
+		e := transportError(ctx, rctx, timeout, node, err)
 		if e.Kind == KindNodeDown && !isTimeout(err) && !isConnDown(err) {
 			e.Kind = KindBadResponse // cut short, but the node answered
 		}
@@ -391,14 +409,14 @@ func (c *Client) once(ctx context.Context, u *url.URL, node string, b *Batch, it
 }
 
 // transportError classifies a failure to get (or read) a response.
-func (c *Client) transportError(ctx, rctx context.Context, node string, err error) *RequestError {
+func transportError(ctx, rctx context.Context, timeout time.Duration, node string, err error) *RequestError {
 	e := &RequestError{Kind: KindNodeDown, Node: node, Err: err}
 	switch {
 	case ctx.Err() != nil:
 		e.Kind = KindCanceled
 		e.Err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 	case rctx.Err() != nil:
-		e.Err = fmt.Errorf("request timeout %v expired: %w", c.Timeout, errTimeout)
+		e.Err = fmt.Errorf("request timeout %v expired: %w", timeout, errTimeout)
 	case isTLS(err):
 		e.Kind = KindTLS
 	}
@@ -441,31 +459,45 @@ func isTLS(err error) bool {
 		errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &inv)
 }
 
-// bulkURL returns baseURL's parsed _bulk URL (shared and read-only) and the
-// node's host:port.
-func (c *Client) bulkURL(baseURL string) (*url.URL, string, error) {
+// target is where Send posts for one baseURL (shared, read-only).
+type target struct {
+	url  *url.URL // {baseURL}/_bulk?filter_path=..., without user info
+	node string   // host:port
+	auth []string // basic Authorization from baseURL's user info, or nil
+}
+
+// target returns baseURL's parsed target, cached.
+func (c *Client) target(baseURL string) (*target, error) {
 	c.urlMu.Lock()
-	u, ok := c.urls[baseURL]
+	tg, ok := c.urls[baseURL]
 	c.urlMu.Unlock()
 	if ok {
-		return u, u.Host, nil
+		return tg, nil
 	}
 	u, err := url.Parse(strings.TrimRight(baseURL, "/") + "/_bulk")
 	if err != nil {
-		return nil, "invalid URL", errors.New("invalid node URL") // no echo: it may hold a password
+		return nil, errors.New("invalid node URL") // no echo: it may hold a password
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, u.Host, fmt.Errorf("invalid node URL: want http(s)://host:port, got scheme %q host %q", u.Scheme, u.Host)
+		return nil, fmt.Errorf("invalid node URL: want http(s)://host:port, got scheme %q host %q", u.Scheme, u.Host)
+	}
+	tg = &target{url: u, node: u.Host}
+	if u.User != nil {
+		pw, _ := u.User.Password()
+		r := http.Request{Header: http.Header{}}
+		r.SetBasicAuth(u.User.Username(), pw)
+		tg.auth = r.Header["Authorization"]
+		u.User = nil
 	}
 	u.RawQuery = "filter_path=" + filterPath
 	u.Fragment = ""
 	c.urlMu.Lock()
 	if c.urls == nil || len(c.urls) >= 1024 {
-		c.urls = make(map[string]*url.URL)
+		c.urls = make(map[string]*target)
 	}
-	c.urls[baseURL] = u
+	c.urls[baseURL] = tg
 	c.urlMu.Unlock()
-	return u, u.Host, nil
+	return tg, nil
 }
 
 // readBody reads r to its end into buf (grown as needed), at most limit

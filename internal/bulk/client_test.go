@@ -697,3 +697,36 @@ func TestSafeReason(t *testing.T) {
 }
 
 func utf8ValidString(s string) bool { return strings.ToValidUTF8(s, "\x00") == s }
+
+func TestSendHeadersAndUserInfo(t *testing.T) {
+	type seen struct {
+		user, pass string
+		ok         bool
+		extra, ct  string
+	}
+	got := make(chan seen, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		got <- seen{u, p, ok, r.Header.Get("X-Extra"), r.Header.Get("Content-Type")}
+		body, _ := io.ReadAll(r.Body)
+		_, resp := echoAll(readBulk(t, body))
+		io.WriteString(w, resp)
+	}))
+	defer srv.Close()
+	b, items := testBatch(t, 2, 10)
+	c := Client{Header: http.Header{"X-Extra": {"1"}, "Content-Type": {"text/plain"}}}
+	base := strings.Replace(srv.URL, "http://", "http://otel:p%40ss@", 1)
+	if _, err := c.Send(context.Background(), base, b, items, make([]Outcome, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s != (seen{"otel", "p@ss", true, "1", "application/x-ndjson"}) {
+		t.Fatalf("server saw %+v", s)
+	}
+	// Without user info: no Authorization.
+	if _, err := c.Send(context.Background(), srv.URL, b, items, make([]Outcome, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s.ok {
+		t.Fatalf("server saw %+v", s)
+	}
+}

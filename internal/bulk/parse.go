@@ -58,6 +58,16 @@ type parser struct {
 	// strings cost one comparison.
 	prevIndexRaw, prevTypeRaw, prevReasonRaw []byte
 	prevIndex, prevType, prevReason          string
+
+	// The fast path. head is the previous item's bytes from its '{' up to
+	// the ':' after "status", recorded only when "_index" (a string or null)
+	// and "status" were its first two keys; headIndex is that item's Index.
+	// An item starting with the same bytes parses the same up to there, so
+	// only its status and the closing "}}" are left to read.
+	head      []byte
+	headIndex string
+	itemStart int // offset of the current item's '{'
+	headEnd   int // end of the current item's head, 0 if it has none
 }
 
 func (p *parser) fail(msg string) error { return &parseError{msg: msg, off: p.pos} }
@@ -69,7 +79,7 @@ func (p *parser) parseResponse(body []byte, out []Outcome) (n int, errorsFlag bo
 	*p = parser{in: p.in, scratch: p.scratch[:0], buf: body}
 	defer func() {
 		// Drop references to body: the buffer goes back to a pool.
-		p.buf, p.prevIndexRaw, p.prevTypeRaw, p.prevReasonRaw = nil, nil, nil, nil
+		p.buf, p.prevIndexRaw, p.prevTypeRaw, p.prevReasonRaw, p.head = nil, nil, nil, nil, nil
 	}()
 	p.ws()
 	if !p.consume('{') {
@@ -147,8 +157,10 @@ func (p *parser) items(out []Outcome) (int, error) {
 		if n < len(out) {
 			o = &out[n]
 		}
-		if err := p.item(o); err != nil {
-			return 0, err
+		if !p.fastItem(o) {
+			if err := p.item(o); err != nil {
+				return 0, err
+			}
 		}
 		n++
 		if done, err := p.next(']'); err != nil {
@@ -160,9 +172,32 @@ func (p *parser) items(out []Outcome) (int, error) {
 	}
 }
 
+// fastItem parses an item that starts with the previous item's head and
+// ends right after its status with "}}". It reports false, having consumed
+// nothing, for any other item.
+func (p *parser) fastItem(o *Outcome) bool {
+	p.ws()
+	if len(p.head) == 0 || len(p.buf)-p.pos < len(p.head) || string(p.buf[p.pos:p.pos+len(p.head)]) != string(p.head) {
+		return false
+	}
+	save := p.pos
+	p.pos += len(p.head)
+	// A plain three-digit status, the common case, without the general
+	// number parser.
+	if b := p.buf[p.pos:]; len(b) >= 5 && b[3] == '}' && b[4] == '}' &&
+		b[0] >= '1' && b[0] <= '9' && b[1] >= '0' && b[1] <= '9' && b[2] >= '0' && b[2] <= '9' {
+		*o = Outcome{Status: int(b[0]-'0')*100 + int(b[1]-'0')*10 + int(b[2]-'0'), Index: p.headIndex}
+		p.pos += 5
+		return true
+	}
+	p.pos = save
+	return false
+}
+
 // item parses {"<op>":{...}} into o.
 func (p *parser) item(o *Outcome) error {
 	p.ws()
+	p.itemStart, p.headEnd = p.pos, 0
 	if !p.consume('{') {
 		return p.fail("item is not an object")
 	}
@@ -184,6 +219,9 @@ func (p *parser) item(o *Outcome) error {
 		return p.fail("item has more than one operation")
 	}
 	p.depth--
+	if p.headEnd > p.itemStart {
+		p.head, p.headIndex = p.buf[p.itemStart:p.headEnd], o.Index
+	}
 	return nil
 }
 
@@ -200,10 +238,13 @@ func (p *parser) result(o *Outcome) error {
 	var seenIndex, seenStatus, seenError bool
 	p.ws()
 	if !p.consume('}') {
-		for {
+		for nkeys := 1; ; nkeys++ {
 			key, err := p.key()
 			if err != nil {
 				return err
+			}
+			if nkeys == 2 && seenIndex && string(key) == "status" {
+				p.headEnd = p.pos
 			}
 			switch string(key) {
 			case "_index":

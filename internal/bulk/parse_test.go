@@ -230,6 +230,17 @@ func TestParseShapes(t *testing.T) {
 			want: []Outcome{{Status: 400, Index: "aé😀\uFFFDx", ErrorType: "t", ErrorReason: "q\"\\/\n\tA"}},
 		},
 		{
+			name: "fast path declines what it does not cover",
+			body: `{"items":[{"create":{"_index":"a","status":201}},{"create":{"_index":"a","status":429,"error":{"type":"rejected_execution_exception","reason":"r"}}},{"create":{"_index":"a","status":201 } },{"create":{"_index":"a","status":2e2}},{"create":{"_index":"a","status":201,"_index":"b"}}]}`,
+			n:    -1, // an error: 2e2 is not an integer
+		},
+		{
+			name: "fast path and slow path mixed",
+			body: `{"items":[{"create":{"_index":"a","status":201}},{"create":{"_index":"a","status":429,"error":{"type":"rejected_execution_exception","reason":"r"}}},{"create":{"_index":"a","status":201 } },{"create":{"_index":"a","status":409,"error":null}},{"create":{"_index":"a","status":20}},{"create":{"_index":"a","status":201}}]}`,
+			n:    6,
+			want: []Outcome{{Status: 201, Index: "a"}, {Status: 429, Index: "a", ErrorType: "rejected_execution_exception", ErrorReason: "r"}, {Status: 201, Index: "a"}, {Status: 409, Index: "a"}, {Status: 20, Index: "a"}, {Status: 201, Index: "a"}},
+		},
+		{
 			name: "empty items",
 			body: ` {"items":[]} `,
 			n:    0,
@@ -239,6 +250,15 @@ func TestParseShapes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			out, n, flag, err := parseForTest(tc.body, 8)
+			if tc.n < 0 {
+				if err == nil {
+					t.Fatal("accepted")
+				}
+				if _, _, rerr := refParse([]byte(tc.body), make([]Outcome, 8)); rerr == nil {
+					t.Fatal("reference accepted")
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
