@@ -730,3 +730,68 @@ func TestSendHeadersAndUserInfo(t *testing.T) {
 		t.Fatalf("server saw %+v", s)
 	}
 }
+
+func TestSend413ThenFailureStopsTheRest(t *testing.T) {
+	b, items := testBatch(t, 8, 100)
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		its := readBulk(t, body)
+		switch {
+		case len(its) > 4:
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+		case its[0].ID == "id-0":
+			_, resp := echoAll(its)
+			io.WriteString(w, resp)
+		default:
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}))
+	defer srv.Close()
+	var c Client
+	out := make([]Outcome, len(items))
+	res, err := c.Send(context.Background(), srv.URL, b, items, out)
+	var re *RequestError
+	if !errors.As(err, &re) || re.Kind != KindThrottled {
+		t.Fatalf("%v", err)
+	}
+	for k, o := range out {
+		if k < 4 && (o.Status != 201 || o.Index != fmt.Sprintf("id-%d", k)) || k >= 4 && (o.Status != 429 || Classify(o) != Retry) {
+			t.Fatalf("item %d: %+v", k, o)
+		}
+	}
+	if res.Requests != 3 || requests.Load() != 3 || res.Counts[Done] != 4 || res.Counts[Retry] != 4 {
+		t.Fatalf("result %+v, server requests %d", res, requests.Load())
+	}
+}
+
+func TestSendTLSFailures(t *testing.T) {
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		_, resp := echoAll(readBulk(t, body))
+		io.WriteString(w, resp)
+	}))
+	defer tlsSrv.Close()
+	plain, _ := fakeNode(t, echoAll)
+	b, items := testBatch(t, 2, 10)
+	out := make([]Outcome, len(items))
+
+	// A certificate the client does not trust.
+	var c Client
+	_, err := c.Send(context.Background(), tlsSrv.URL, b, items, out)
+	var re *RequestError
+	if !errors.As(err, &re) || re.Kind != KindTLS || !IsNodeDown(err) || out[0].ErrorType != ErrTLS || Classify(out[0]) != Retry {
+		t.Fatalf("untrusted certificate: %v, %+v", err, out[0])
+	}
+	// https to a plain HTTP node.
+	_, err = c.Send(context.Background(), strings.Replace(plain.URL, "http://", "https://", 1), b, items, out)
+	if !errors.As(err, &re) || re.Kind != KindTLS {
+		t.Fatalf("https to http: %v", err)
+	}
+	// With the server's certificate trusted, it works.
+	c2 := Client{HTTP: tlsSrv.Client()}
+	if _, err := c2.Send(context.Background(), tlsSrv.URL, b, items, out); err != nil || out[1] != (Outcome{Status: 201, Index: "id-1"}) {
+		t.Fatal(err, out)
+	}
+}

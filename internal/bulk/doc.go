@@ -15,9 +15,23 @@
 // Bulk never computes shards (internal/routing does) and never encodes
 // documents (the exporter does). It never logs: errors and outcomes carry what
 // the caller needs, and no error message ever holds document contents or
-// credentials.
+// credentials (log an item's reason through SafeReason).
 //
-// Send fills exactly one Outcome per item in every case, including
-// whole-request failures (see Send), so that no item is ever without a
-// verdict.
+// Invariants:
+//   - Item numbers are positions in commit order; Split and Send keep the
+//     order of the items they are given, and Send's out[k] belongs to
+//     items[k].
+//   - Send fills exactly one Outcome per item in every case, including
+//     whole-request failures, so no item is ever without a verdict.
+//   - Outcome strings never alias a response buffer: they stay valid forever.
+//     Batch.Item's strings are the caller's own; Batch.Bytes aliases the arena
+//     and is valid until Reset.
+//   - Many Sends may read one Batch at once (one per node); the Batch must not
+//     change (Begin, Commit, Reset) until all of them have returned. Once Send
+//     has returned, nothing reads the Batch for it any more, even if the HTTP
+//     transport still holds the request body.
+//
+// Allocation: a warm Batch encodes without allocating; parsing a success
+// response allocates nothing per item; Send's own share is a handful of
+// allocations per request (see BENCHMARKS.part.md).
 package bulk

@@ -1,7 +1,6 @@
 package bulk
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"unicode/utf16"
@@ -754,5 +753,3 @@ func (in *interner) intern(b []byte) string {
 	in.mu.Unlock()
 	return s
 }
-
-var errNoItems = errors.New("bulk: no items to send")
