@@ -162,28 +162,28 @@ func BenchmarkEncodeLog(b *testing.B) {
 	buf := make([]byte, 0, 4096)
 	b.Run("AppendLog", func(b *testing.B) {
 		b.ReportAllocs()
-		for b.Loop() {
+		loopCPU(b, func() {
 			buf = AppendLog(buf[:0], res, scope, lr)
-		}
+		})
 		b.SetBytes(int64(len(buf)))
 	})
 	b.Run("Encoder", func(b *testing.B) {
 		var e Encoder
 		e.ResetLogs(rl, sl)
 		b.ReportAllocs()
-		for b.Loop() {
+		loopCPU(b, func() {
 			buf = e.AppendLog(buf[:0], lr)
-		}
+		})
 	})
 	b.Run("encoding-json-from-pdata", func(b *testing.B) {
 		b.ReportAllocs()
-		for b.Loop() {
+		loopCPU(b, func() {
 			out, err := json.Marshal(buildJSONLog(res, scope, lr))
 			if err != nil {
 				b.Fatal(err)
 			}
 			buf = append(buf[:0], out...)
-		}
+		})
 	})
 	b.Run("encoding-json-map-prebuilt", func(b *testing.B) {
 		var doc map[string]any
@@ -191,13 +191,13 @@ func BenchmarkEncodeLog(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
-		for b.Loop() {
+		loopCPU(b, func() {
 			out, err := json.Marshal(doc)
 			if err != nil {
 				b.Fatal(err)
 			}
 			buf = append(buf[:0], out...)
-		}
+		})
 	})
 }
 
@@ -207,28 +207,28 @@ func BenchmarkEncodeSpan(b *testing.B) {
 	buf := make([]byte, 0, 4096)
 	b.Run("AppendSpan", func(b *testing.B) {
 		b.ReportAllocs()
-		for b.Loop() {
+		loopCPU(b, func() {
 			buf = AppendSpan(buf[:0], res, scope, sp)
-		}
+		})
 		b.SetBytes(int64(len(buf)))
 	})
 	b.Run("Encoder", func(b *testing.B) {
 		var e Encoder
 		e.ResetTraces(rs, ss)
 		b.ReportAllocs()
-		for b.Loop() {
+		loopCPU(b, func() {
 			buf = e.AppendSpan(buf[:0], sp)
-		}
+		})
 	})
 	b.Run("encoding-json-from-pdata", func(b *testing.B) {
 		b.ReportAllocs()
-		for b.Loop() {
+		loopCPU(b, func() {
 			out, err := json.Marshal(buildJSONSpan(res, scope, sp))
 			if err != nil {
 				b.Fatal(err)
 			}
 			buf = append(buf[:0], out...)
-		}
+		})
 	})
 	b.Run("encoding-json-map-prebuilt", func(b *testing.B) {
 		var doc map[string]any
@@ -236,13 +236,13 @@ func BenchmarkEncodeSpan(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
-		for b.Loop() {
+		loopCPU(b, func() {
 			out, err := json.Marshal(doc)
 			if err != nil {
 				b.Fatal(err)
 			}
 			buf = append(buf[:0], out...)
-		}
+		})
 	})
 }
 
@@ -255,13 +255,13 @@ func BenchmarkContentID(b *testing.B) {
 	id := make([]byte, 0, 64)
 	b.ReportAllocs()
 	i := 0
-	for b.Loop() {
+	loopCPU(b, func() {
 		if i++; i%1000 == 0 {
 			r.Reset()
 		}
 		h := ContentID(doc)
 		id = AppendID(id[:0], h, r.Next(h))
-	}
+	})
 }
 
 func BenchmarkDecodeLog(b *testing.B) {
@@ -272,19 +272,19 @@ func BenchmarkDecodeLog(b *testing.B) {
 		osl := out.ScopeLogs().AppendEmpty()
 		olr := osl.LogRecords().AppendEmpty()
 		b.ReportAllocs()
-		for b.Loop() {
+		loopCPU(b, func() {
 			if err := DecodeLog(doc, out, osl, olr); err != nil {
 				b.Fatal(err)
 			}
-		}
+		})
 	})
 	b.Run("encoding-json-any", func(b *testing.B) {
 		b.ReportAllocs()
-		for b.Loop() {
+		loopCPU(b, func() {
 			var v any
 			if err := json.Unmarshal(doc, &v); err != nil {
 				b.Fatal(err)
 			}
-		}
+		})
 	})
 }

@@ -71,6 +71,10 @@
 // Content ids (ContentID, AppendID, Repeats) are a murmur3 128-bit hash of
 // the encoded document plus an occurrence counter for exact repeats within
 // one export call. Span ids (AppendSpanID) are the trace id and span id.
+// Because the hash covers the document bytes, records that differ only in
+// attribute order get different content ids, and records SS4O cannot tell
+// apart (the list under Decoding) get the same one; a change of this layout
+// changes every content id.
 //
 // # Decoding
 //

@@ -322,51 +322,54 @@ func appendAttributes(dst []byte, key string, m pcommon.Map) []byte {
 	return appendMap(dst, m)
 }
 
-// smallMap is the size up to which duplicate keys are found by comparing
-// with the keys already written, without allocating.
+// smallMap is the number of keys up to which repeated keys are found by
+// comparing with the keys already written, without allocating.
 const smallMap = 16
 
 // appendMap writes m as a JSON object. JSON objects must not repeat a key
 // (OpenSearch rejects such documents), so only the first occurrence of a key
-// is written, which is the one pcommon.Map.Get returns; keys are compared
-// after invalid UTF-8 is replaced, as the server sees them.
+// is written, which is the one pcommon.Map.Get returns. Keys are compared in
+// their encoded form, so two keys that differ only in invalid UTF-8 (and so
+// read the same on the server) count as repeats too.
 func appendMap(dst []byte, m pcommon.Map) []byte {
 	dst = append(dst, '{')
-	var small [smallMap]string
-	keys := small[:0]
+	var small [smallMap][2]int // encoded key spans in dst
+	spans := small[:0]
 	var seen map[string]struct{}
 	if m.Len() > smallMap {
 		seen = make(map[string]struct{}, m.Len())
 	}
-	first := true
 	for k, v := range m.All() {
-		sk := k
-		if !utf8.ValidString(k) {
-			sk = sanitize(k)
+		mark := len(dst)
+		if len(spans) > 0 {
+			dst = append(dst, ',')
 		}
+		start := len(dst)
+		dst = appendString(dst, k)
+		key := dst[start:]
 		if seen != nil {
-			if _, dup := seen[sk]; dup {
+			if _, dup := seen[string(key)]; dup {
+				dst = dst[:mark]
 				continue
 			}
-			seen[sk] = struct{}{}
+			seen[string(key)] = struct{}{}
+			if len(spans) == 0 {
+				spans = append(spans, [2]int{}) // marks "one key written"
+			}
 		} else {
 			dup := false
-			for _, p := range keys {
-				if p == sk {
+			for _, sp := range spans {
+				if string(dst[sp[0]:sp[1]]) == string(key) {
 					dup = true
 					break
 				}
 			}
 			if dup {
+				dst = dst[:mark]
 				continue
 			}
-			keys = append(keys, sk)
+			spans = append(spans, [2]int{start, len(dst)})
 		}
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = appendString(dst, sk)
 		dst = append(dst, ':')
 		dst = appendValue(dst, v)
 	}
@@ -456,7 +459,7 @@ func appendHex(dst []byte, b []byte) []byte {
 
 // safe[c] is true for the ASCII bytes that stand for themselves inside a
 // JSON string.
-var safe = func() (t [utf8.RuneSelf]bool) {
+var safe = func() (t [256]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
 		t[c] = c != '"' && c != '\\'
 	}
@@ -472,11 +475,11 @@ func appendString(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if safe[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if safe[c] {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch c {
 			case '"', '\\':

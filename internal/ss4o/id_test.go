@@ -1,0 +1,199 @@
+package ss4o
+
+import (
+	"encoding/binary"
+	"math"
+	"regexp"
+	"testing"
+
+	"github.com/twmb/murmur3"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+func logID(rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) [16]byte {
+	var e Encoder
+	e.ResetLogs(rl, sl)
+	return ContentID(e.AppendLog(nil, lr))
+}
+
+// TestContentIDStable pins the id of the golden log: a change here means
+// every content id changes and upstream resends across the upgrade would be
+// stored twice. Update only on purpose.
+func TestContentIDStable(t *testing.T) {
+	rl, sl, lr := goldenLog()
+	var e Encoder
+	e.ResetLogs(rl, sl)
+	doc := e.AppendLog(nil, lr)
+	id := ContentID(doc)
+	h1, h2 := murmur3.Sum128(doc)
+	if binary.BigEndian.Uint64(id[:8]) != h1 || binary.BigEndian.Uint64(id[8:]) != h2 {
+		t.Fatalf("ContentID is not murmur3.Sum128, h1 then h2, big-endian")
+	}
+	if got := string(AppendID(nil, id, 0)); got != goldenLogID {
+		t.Errorf("golden log content id = %s, pinned %s", got, goldenLogID)
+	}
+}
+
+// goldenLogID is the content id of testdata/log.json.
+const goldenLogID = "b2c67edf7ac82c43ab4c45115c9a485e"
+
+// TestContentIDCoversEveryField changes one thing at a time in a record and
+// checks that the id changes: everything that makes a record distinct is in
+// the id.
+func TestContentIDCoversEveryField(t *testing.T) {
+	mutations := map[string]func(rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord){
+		"resource attribute": func(rl plog.ResourceLogs, _ plog.ScopeLogs, _ plog.LogRecord) {
+			rl.Resource().Attributes().PutStr("host.name", "other")
+		},
+		"resource dropped": func(rl plog.ResourceLogs, _ plog.ScopeLogs, _ plog.LogRecord) {
+			rl.Resource().SetDroppedAttributesCount(1)
+		},
+		"resource schema": func(rl plog.ResourceLogs, _ plog.ScopeLogs, _ plog.LogRecord) { rl.SetSchemaUrl("x") },
+		"scope name":      func(_ plog.ResourceLogs, sl plog.ScopeLogs, _ plog.LogRecord) { sl.Scope().SetName("x") },
+		"scope version":   func(_ plog.ResourceLogs, sl plog.ScopeLogs, _ plog.LogRecord) { sl.Scope().SetVersion("x") },
+		"scope attribute": func(_ plog.ResourceLogs, sl plog.ScopeLogs, _ plog.LogRecord) { sl.Scope().Attributes().PutInt("n", 1) },
+		"scope dropped": func(_ plog.ResourceLogs, sl plog.ScopeLogs, _ plog.LogRecord) {
+			sl.Scope().SetDroppedAttributesCount(1)
+		},
+		"scope schema": func(_ plog.ResourceLogs, sl plog.ScopeLogs, _ plog.LogRecord) { sl.SetSchemaUrl("x") },
+		"time +1ns":    func(_ plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) { lr.SetTimestamp(lr.Timestamp() + 1) },
+		"time unset":   func(_ plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) { lr.SetTimestamp(0) },
+		"observed +1ns": func(_ plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) {
+			lr.SetObservedTimestamp(lr.ObservedTimestamp() + 1)
+		},
+		"trace id":          func(_ plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) { lr.SetTraceID(pcommon.TraceID{9}) },
+		"span id":           func(_ plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) { lr.SetSpanID(pcommon.SpanID{9}) },
+		"flags":             func(_ plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) { lr.SetFlags(0) },
+		"severity text":     func(_ plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) { lr.SetSeverityText("INFO") },
+		"severity number":   func(_ plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) { lr.SetSeverityNumber(10) },
+		"event name":        func(_ plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) { lr.SetEventName("e") },
+		"body":              func(_ plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) { lr.Body().SetStr("other") },
+		"body type":         func(_ plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) { lr.Body().SetEmptySlice() },
+		"attribute value":   func(_ plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) { lr.Attributes().PutInt("int", -41) },
+		"int vs double":     func(_ plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) { lr.Attributes().PutInt("double", 2) },
+		"attribute removed": func(_ plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) { lr.Attributes().Remove("empty") },
+		"nested attribute": func(_ plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) {
+			v, _ := lr.Attributes().Get("map")
+			v.Map().PutStr("nested", "y")
+		},
+		"dropped attributes": func(_ plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) { lr.SetDroppedAttributesCount(7) },
+		"attribute order": func(_ plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) {
+			lr.Attributes().Remove("str")
+			lr.Attributes().PutStr("str", "value")
+		},
+	}
+	rl, sl, lr := goldenLog()
+	base := logID(rl, sl, lr)
+	seen := map[[16]byte]string{base: "base"}
+	for name, mutate := range mutations {
+		rl, sl, lr := goldenLog()
+		mutate(rl, sl, lr)
+		id := logID(rl, sl, lr)
+		if other, dup := seen[id]; dup {
+			t.Errorf("%s: same id as %s", name, other)
+		}
+		seen[id] = name
+	}
+	// The same record built again has the same id.
+	rl2, sl2, lr2 := goldenLog()
+	if logID(rl2, sl2, lr2) != base {
+		t.Error("the same record gets another id")
+	}
+}
+
+func TestAppendID(t *testing.T) {
+	var h [16]byte
+	for i := range h {
+		h[i] = byte(i * 17)
+	}
+	if got := string(AppendID([]byte("x"), h, 0)); got != "x00112233445566778899aabbccddeeff" {
+		t.Errorf("occurrence 0: %s", got)
+	}
+	if got := string(AppendID(nil, h, 1)); got != "00112233445566778899aabbccddeeff-1" {
+		t.Errorf("occurrence 1: %s", got)
+	}
+	if got := string(AppendID(nil, h, math.MaxInt)); !regexp.MustCompile(`^[0-9a-f]{32}-9223372036854775807$`).MatchString(got) {
+		t.Errorf("occurrence max: %s", got)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("negative occurrence did not panic")
+		}
+	}()
+	AppendID(nil, h, -1)
+}
+
+func TestAppendSpanID(t *testing.T) {
+	got := string(AppendSpanID(nil, pcommon.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0xff}, pcommon.SpanID{0xa, 0xb, 0, 0, 0, 0, 0, 1}))
+	if got != "0102030405060708090a0b0c0d0e0fff0a0b000000000001" {
+		t.Errorf("span id: %s", got)
+	}
+}
+
+// TestRepeats: a call with genuine repeats keeps them all (distinct ids), and
+// the same call sent again maps to exactly the same ids.
+func TestRepeats(t *testing.T) {
+	logs := plog.NewLogs()
+	rl := logs.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutStr("service.name", "s")
+	sl := rl.ScopeLogs().AppendEmpty()
+	for i := range 10 {
+		lr := sl.LogRecords().AppendEmpty()
+		lr.SetTimestamp(1_000_000_000)
+		lr.Body().SetStr([]string{"a", "b", "a", "a", "c", "b", "a", "d", "c", "a"}[i])
+	}
+	ids := func(r *Repeats) []string {
+		r.Reset()
+		var e Encoder
+		e.ResetLogs(rl, sl)
+		var out []string
+		for _, lr := range sl.LogRecords().All() {
+			h := ContentID(e.AppendLog(nil, lr))
+			out = append(out, string(AppendID(nil, h, r.Next(h))))
+		}
+		return out
+	}
+	var r Repeats
+	first := ids(&r)
+	distinct := map[string]bool{}
+	for _, id := range first {
+		distinct[id] = true
+	}
+	if len(distinct) != 10 {
+		t.Fatalf("%d distinct ids for 10 records: %v", len(distinct), first)
+	}
+	// "a" appears at 0, 2, 3, 6, 9: occurrences 0..4 of one hash.
+	base := first[0]
+	for n, i := range []int{2, 3, 6, 9} {
+		if want := base + "-" + string(rune('1'+n)); first[i] != want {
+			t.Errorf("record %d: %s, want %s", i, first[i], want)
+		}
+	}
+	if first[1] == first[5] || first[5] != first[1]+"-1" {
+		t.Errorf("b repeats: %s %s", first[1], first[5])
+	}
+	resend := ids(&r)
+	for i := range first {
+		if first[i] != resend[i] {
+			t.Errorf("resend: record %d id %s, first time %s", i, resend[i], first[i])
+		}
+	}
+	var zero Repeats
+	zero.Reset()
+	if zero.Next([16]byte{}) != 0 || zero.Next([16]byte{}) != 1 {
+		t.Error("zero Repeats")
+	}
+}
+
+// Span ids do not depend on content: a changed span keeps its id.
+func TestSpanIDIgnoresContent(t *testing.T) {
+	_, _, sp := goldenSpan()
+	a := string(AppendSpanID(nil, sp.TraceID(), sp.SpanID()))
+	sp.SetName("renamed")
+	var _ ptrace.Span = sp
+	if b := string(AppendSpanID(nil, sp.TraceID(), sp.SpanID())); a != b {
+		t.Error("span id changed")
+	}
+}
