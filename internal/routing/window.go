@@ -152,6 +152,13 @@ func (w *Window) State() (cwnd, ssthresh, ceiling, inFlight int) {
 	return w.cwnd, w.ssthresh, w.ceiling, w.inFlight
 }
 
+// Decreases counts the multiplicative decreases so far.
+func (w *Window) Decreases() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.epoch
+}
+
 // Load returns (inFlight+1)/cwnd, the utilisation term of the node score.
 func (w *Window) Load() float64 {
 	w.mu.Lock()

@@ -1,0 +1,275 @@
+package opensearchrouted
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+)
+
+// Document id modes for logs (spans always use trace id + span id).
+const (
+	// DocumentIDContent: a 128-bit hash of everything that makes the record
+	// distinct (resource, scope, every field), plus an occurrence suffix for
+	// exact repeats within one call. An upstream resend maps to the same
+	// ids, so it is stored once. The default.
+	DocumentIDContent = "content"
+	// DocumentIDAttribute: the value of the log attribute named by
+	// document_id_attribute (records without it fall back to content ids).
+	DocumentIDAttribute = "attribute"
+	// DocumentIDRandom: a random 128-bit id per record, fixed before the
+	// first attempt: in-call retries never duplicate, but a resend by the
+	// collector's queue after a partial failure gets new ids for the
+	// records it resends.
+	DocumentIDRandom = "random"
+	// DocumentIDNone: the server assigns ids. Nothing can be routed (the
+	// shard depends on the id) and a retry after a lost response can
+	// duplicate.
+	DocumentIDNone = "none"
+)
+
+// Config is the exporter's configuration.
+type Config struct {
+	// ClientConfig is the collector's HTTP client configuration: TLS, auth
+	// extensions, headers, compression, proxy, timeout (per request,
+	// default 90s), and a single `endpoint`.
+	confighttp.ClientConfig `mapstructure:",squash"`
+
+	// Endpoints are seed URLs of the cluster (default: `endpoint`).
+	// Discovery finds the other nodes from them.
+	Endpoints []string `mapstructure:"endpoints"`
+
+	// QueueConfig is the collector's sending queue (default: enabled, with
+	// batching of 8192 to 16384 records and a 200ms flush).
+	QueueConfig configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
+	// RetryConfig is the collector's retry of whole calls (default:
+	// enabled, 5s initial, 30s max interval, 300s max elapsed).
+	RetryConfig configretry.BackOffConfig `mapstructure:"retry_on_failure"`
+
+	// Dataset and Namespace name the SS4O data streams
+	// ss4o_logs-{dataset}-{namespace} and ss4o_traces-{dataset}-{namespace}
+	// (defaults "default" and "namespace"). The resource or record
+	// attributes data_stream.dataset and data_stream.namespace override
+	// them per record.
+	Dataset   string `mapstructure:"dataset"`
+	Namespace string `mapstructure:"namespace"`
+	// LogsIndex and TracesIndex, when set, send every log / span to this
+	// one index or data stream instead (default: empty, SS4O names).
+	LogsIndex   string `mapstructure:"logs_index"`
+	TracesIndex string `mapstructure:"traces_index"`
+
+	// InstallTemplates installs, at start, index templates that make the
+	// SS4O names data streams with SS4O-compatible mappings (idempotent).
+	// Default false.
+	InstallTemplates bool `mapstructure:"install_templates"`
+
+	// DocumentID is how log documents get their _id: content (default),
+	// attribute, random or none.
+	DocumentID string `mapstructure:"document_id"`
+	// DocumentIDAttribute names the log attribute holding the id when
+	// document_id is attribute.
+	DocumentIDAttribute string `mapstructure:"document_id_attribute"`
+
+	Routing RoutingConfig `mapstructure:"routing"`
+	Bulk    BulkConfig    `mapstructure:"bulk"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// RoutingConfig controls shard-exact routing.
+type RoutingConfig struct {
+	// Enabled sends each document to the node holding its primary shard
+	// (default true). false: plain round-robin over healthy nodes.
+	Enabled bool `mapstructure:"enabled"`
+	// RefreshInterval between topology refreshes (default 30s).
+	RefreshInterval time.Duration `mapstructure:"refresh_interval"`
+	// MinRefreshInterval: refreshes triggered by events (unknown index,
+	// node failure, rollover) never run more often (default 1s).
+	MinRefreshInterval time.Duration `mapstructure:"min_refresh_interval"`
+	// NodeStatsInterval between node stats polls (default 10s).
+	NodeStatsInterval time.Duration `mapstructure:"node_stats_interval"`
+	// WindowCeiling caps each node's congestion window, the requests in
+	// flight to it (default 0: discovered, the node's write thread pool
+	// size, else 4 × its processors).
+	WindowCeiling int `mapstructure:"window_ceiling"`
+}
+
+// BulkConfig controls bulk requests.
+type BulkConfig struct {
+	// MaxBytes is the largest body of one per-node sub-bulk (default 5 MiB;
+	// never above a node's http.max_content_length).
+	MaxBytes int `mapstructure:"max_bytes"`
+	// MaxAttempts is how many times, within one export call, an item is
+	// sent before what is still retryable goes back to the collector's
+	// retry and queue (default 4).
+	MaxAttempts int `mapstructure:"max_attempts"`
+	// RetryBackoff is the first in-call backoff before resending rejected
+	// items; it doubles per attempt, with jitter (default 100ms).
+	RetryBackoff time.Duration `mapstructure:"retry_backoff"`
+}
+
+func createDefaultConfig() *Config {
+	q := exporterhelper.NewDefaultQueueConfig()
+	batch := exporterhelper.NewDefaultBatchConfig()
+	batch.MinSize = 8192
+	batch.MaxSize = 16384
+	q.Batch = configoptional.Some(batch)
+	httpCfg := confighttp.NewDefaultClientConfig()
+	httpCfg.Timeout = 90 * time.Second
+	return &Config{
+		ClientConfig: httpCfg,
+		QueueConfig:  configoptional.Some(q),
+		RetryConfig:  configretry.NewDefaultBackOffConfig(),
+		Dataset:      "default",
+		Namespace:    "namespace",
+		DocumentID:   DocumentIDContent,
+		Routing: RoutingConfig{
+			Enabled:            true,
+			RefreshInterval:    30 * time.Second,
+			MinRefreshInterval: time.Second,
+			NodeStatsInterval:  10 * time.Second,
+		},
+		Bulk: BulkConfig{
+			MaxBytes:     5 << 20,
+			MaxAttempts:  4,
+			RetryBackoff: 100 * time.Millisecond,
+		},
+	}
+}
+
+// seeds returns the configured endpoints: endpoints, else endpoint.
+func (c *Config) seeds() []string {
+	if len(c.Endpoints) > 0 {
+		return c.Endpoints
+	}
+	if c.Endpoint != "" {
+		return []string{c.Endpoint}
+	}
+	return nil
+}
+
+// Validate checks the configuration; every error names the key.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	seeds := c.seeds()
+	if len(seeds) == 0 {
+		add("endpoints: at least one endpoint is required (endpoints: [http://host:9200] or endpoint: http://host:9200)")
+	}
+	if len(c.Endpoints) > 0 && c.Endpoint != "" {
+		add("endpoint and endpoints: set one of them, not both")
+	}
+	scheme := ""
+	for _, s := range seeds {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("endpoints: %q is not an http:// or https:// URL", s)
+			continue
+		}
+		if u.User != nil {
+			add("endpoints: %q carries credentials in the URL; use an auth extension or headers", redactURL(u))
+		}
+		if scheme != "" && u.Scheme != scheme {
+			add("endpoints: all endpoints must use the same scheme (found %s and %s)", scheme, u.Scheme)
+		}
+		scheme = u.Scheme
+	}
+	for key, v := range map[string]string{"dataset": c.Dataset, "namespace": c.Namespace} {
+		if v == "" {
+			add("%s: must not be empty", key)
+		}
+		if err := checkNamePart(v); err != nil {
+			add("%s: %v", key, err)
+		}
+	}
+	for key, v := range map[string]string{"logs_index": c.LogsIndex, "traces_index": c.TracesIndex} {
+		if v != "" {
+			if err := checkIndexName(v); err != nil {
+				add("%s: %v", key, err)
+			}
+		}
+	}
+	switch c.DocumentID {
+	case DocumentIDContent, DocumentIDRandom, DocumentIDNone:
+	case DocumentIDAttribute:
+		if c.DocumentIDAttribute == "" {
+			add("document_id_attribute: required when document_id is attribute")
+		}
+	default:
+		add("document_id: %q is not one of content, attribute, random, none", c.DocumentID)
+	}
+	if c.Routing.RefreshInterval <= 0 {
+		add("routing.refresh_interval: must be positive, got %v", c.Routing.RefreshInterval)
+	}
+	if c.Routing.MinRefreshInterval <= 0 {
+		add("routing.min_refresh_interval: must be positive, got %v", c.Routing.MinRefreshInterval)
+	}
+	if c.Routing.NodeStatsInterval < 0 {
+		add("routing.node_stats_interval: must not be negative (0 disables node stats), got %v", c.Routing.NodeStatsInterval)
+	}
+	if c.Routing.WindowCeiling < 0 {
+		add("routing.window_ceiling: must not be negative (0 = discovered), got %d", c.Routing.WindowCeiling)
+	}
+	if c.Bulk.MaxBytes < 1024 {
+		add("bulk.max_bytes: must be at least 1024, got %d", c.Bulk.MaxBytes)
+	}
+	if c.Bulk.MaxAttempts < 1 {
+		add("bulk.max_attempts: must be at least 1, got %d", c.Bulk.MaxAttempts)
+	}
+	if c.Bulk.RetryBackoff < 0 {
+		add("bulk.retry_backoff: must not be negative, got %v", c.Bulk.RetryBackoff)
+	}
+	if c.Timeout < 0 {
+		add("timeout: must not be negative, got %v", c.Timeout)
+	}
+	return errors.Join(errs...)
+}
+
+func redactURL(u *url.URL) string {
+	c := *u
+	c.User = nil
+	return c.String()
+}
+
+// checkNamePart checks a dataset or namespace: it becomes part of an index
+// name, so it follows OpenSearch's index name rules, and may not contain
+// '-' (the SS4O separator).
+func checkNamePart(s string) error {
+	if strings.ContainsRune(s, '-') {
+		return fmt.Errorf("%q must not contain '-' (it separates the parts of ss4o_<type>-<dataset>-<namespace>)", s)
+	}
+	if s != strings.ToLower(s) {
+		return fmt.Errorf("%q must be lowercase", s)
+	}
+	if i := strings.IndexAny(s, invalidIndexChars); i >= 0 {
+		return fmt.Errorf("%q must not contain %q", s, s[i:i+1])
+	}
+	return nil
+}
+
+const invalidIndexChars = `\/*?"<>| ,#:`
+
+// checkIndexName applies OpenSearch's index name rules.
+func checkIndexName(s string) error {
+	switch {
+	case s != strings.ToLower(s):
+		return fmt.Errorf("%q must be lowercase", s)
+	case strings.HasPrefix(s, "-") || strings.HasPrefix(s, "_") || strings.HasPrefix(s, "+"):
+		return fmt.Errorf("%q must not start with '-', '_' or '+'", s)
+	case s == "." || s == "..":
+		return fmt.Errorf("%q is not a valid index name", s)
+	case len(s) > 255:
+		return fmt.Errorf("%q is longer than 255 bytes", s)
+	}
+	if i := strings.IndexAny(s, invalidIndexChars); i >= 0 {
+		return fmt.Errorf("%q must not contain %q", s, s[i:i+1])
+	}
+	return nil
+}

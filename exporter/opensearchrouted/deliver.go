@@ -1,0 +1,385 @@
+package opensearchrouted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+
+	"github.com/opensearchrouted/opensearchrouted/internal/bulk"
+	"github.com/opensearchrouted/opensearchrouted/internal/routing"
+)
+
+// job is one sub-bulk: items for one node (nil: unrouted, the node is
+// picked when the job runs) and where their outcomes go.
+type job struct {
+	node  *routing.Node
+	items []int32
+	out   []bulk.Outcome
+	err   error // the whole-request error, if any
+}
+
+// maxPermanentLogs bounds the warnings one call logs for permanent item
+// failures; the rest are counted and summarised.
+const maxPermanentLogs = 5
+
+func (e *osExporter) getCall() *call {
+	if c, ok := e.calls.Get().(*call); ok {
+		return c
+	}
+	return &call{}
+}
+
+func (e *osExporter) putCall(c *call) {
+	c.reset()
+	e.calls.Put(c)
+}
+
+func (e *osExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
+	c := e.getCall()
+	defer e.putCall(c)
+	e.encodeLogs(c, ld)
+	retry, err := e.deliver(ctx, c)
+	if len(retry) > 0 {
+		return consumererror.NewLogs(err, subsetLogs(ld, c.refs, retry))
+	}
+	return err
+}
+
+func (e *osExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
+	c := e.getCall()
+	defer e.putCall(c)
+	e.encodeTraces(c, td)
+	retry, err := e.deliver(ctx, c)
+	if len(retry) > 0 {
+		return consumererror.NewTraces(err, subsetTraces(td, c.refs, retry))
+	}
+	return err
+}
+
+// deliver sends every item of the call until each is final (written,
+// duplicate, permanently refused) or out of in-call attempts. It returns
+// the items to hand back for retry (with the error saying why), or a
+// permanent error when some items were refused for good, or nil.
+func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
+	n := c.batch.Len()
+	c.class = resize(c.class, n)
+	c.result = resize(c.result, n)
+	c.pending = c.pending[:0]
+	for i := 0; i < n; i++ {
+		c.class[i] = bulk.Retry
+		c.result[i] = bulk.Outcome{ErrorType: bulk.ErrCanceled}
+		c.pending = append(c.pending, int32(i))
+	}
+	var authErr error
+	for attempt := 1; len(c.pending) > 0 && attempt <= e.cfg.Bulk.MaxAttempts; attempt++ {
+		if attempt > 1 && !e.backoff(ctx, attempt) {
+			break
+		}
+		if err := e.round(ctx, c); err != nil && authErr == nil {
+			authErr = err
+		}
+		c.next = c.next[:0]
+		for _, it := range c.pending {
+			if c.class[it] == bulk.Retry {
+				c.next = append(c.next, it)
+			}
+		}
+		c.pending, c.next = c.next, c.pending
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	e.tel.routed(ctx, &c.reasons)
+
+	var counts [bulk.NumClasses]int
+	for _, cls := range c.class {
+		counts[cls]++
+	}
+	e.tel.documents(ctx, outIndexed, counts[bulk.Done])
+	e.tel.documents(ctx, outDuplicate, counts[bulk.Duplicate])
+	e.tel.documents(ctx, outRetried, counts[bulk.Retry])
+	e.tel.documents(ctx, outFailed, counts[bulk.Permanent]+c.encodeFailed)
+
+	var permErr error
+	if counts[bulk.Permanent] > 0 || c.encodeFailed > 0 {
+		permErr = e.reportPermanent(c, counts[bulk.Permanent], authErr)
+	}
+	if counts[bulk.Retry] > 0 {
+		c.next = c.retrySet(c.next)
+		msg := fmt.Sprintf("opensearchrouted: %d of %d %s not stored yet (%s); handing them back for retry",
+			counts[bulk.Retry], n, e.signal.noun(), e.retrySummary(c))
+		if permErr != nil {
+			msg += "; also " + permErr.Error()
+		}
+		return c.next, errors.New(msg)
+	}
+	if permErr != nil {
+		return nil, consumererror.NewPermanent(permErr)
+	}
+	return nil, nil
+}
+
+func (s signal) noun() string {
+	if s == signalTraces {
+		return "spans"
+	}
+	return "log records"
+}
+
+// backoff waits before attempt (≥ 2): RetryBackoff × 2^(attempt-2), with
+// jitter in [d/2, d). It returns false when ctx ends first.
+func (e *osExporter) backoff(ctx context.Context, attempt int) bool {
+	d := e.cfg.Bulk.RetryBackoff << (attempt - 2)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// round locates the pending items, cuts per-node sub-bulks and sends them
+// all concurrently, each under its node's congestion window. It returns an
+// authentication/authorization error if one happened.
+func (e *osExporter) round(ctx context.Context, c *call) error {
+	for i := range c.groups {
+		c.groups[i].items = c.groups[i].items[:0]
+	}
+	c.unrouted = c.unrouted[:0]
+	ng := 0
+	for _, it := range c.pending {
+		index, id, _ := c.batch.Item(it)
+		node, reason := e.router.Locate(index, id, "")
+		c.reasons[reason]++
+		if node == nil {
+			c.unrouted = append(c.unrouted, it)
+			continue
+		}
+		g := -1
+		for i := 0; i < ng; i++ {
+			if c.groups[i].node == node {
+				g = i
+				break
+			}
+		}
+		if g < 0 {
+			if ng == len(c.groups) {
+				c.groups = append(c.groups, group{})
+			}
+			g = ng
+			ng++
+			c.groups[g].node = node
+			c.groups[g].items = c.groups[g].items[:0]
+		}
+		c.groups[g].items = append(c.groups[g].items, it)
+	}
+
+	c.outs = resize(c.outs, len(c.pending))
+	c.jobs = c.jobs[:0]
+	off := 0
+	addJobs := func(node *routing.Node, items []int32, maxBytes int) {
+		c.subs = bulk.Split(&c.batch, items, maxBytes, c.subs)
+		for _, sub := range c.subs {
+			c.jobs = append(c.jobs, job{node: node, items: sub, out: c.outs[off : off+len(sub)]})
+			off += len(sub)
+		}
+	}
+	for i := 0; i < ng; i++ {
+		addJobs(c.groups[i].node, c.groups[i].items, e.maxBytes(c.groups[i].node))
+	}
+	if len(c.unrouted) > 0 {
+		addJobs(nil, c.unrouted, e.cfg.Bulk.MaxBytes)
+	}
+
+	if len(c.jobs) == 1 {
+		e.run(ctx, c, &c.jobs[0])
+	} else {
+		var wg sync.WaitGroup
+		for i := range c.jobs {
+			wg.Add(1)
+			go func(j *job) {
+				defer wg.Done()
+				e.run(ctx, c, j)
+			}(&c.jobs[i])
+		}
+		wg.Wait()
+	}
+	for i := range c.jobs {
+		var re *bulk.RequestError
+		if errors.As(c.jobs[i].err, &re) && re.Kind == bulk.KindAuth {
+			return re
+		}
+	}
+	return nil
+}
+
+// maxBytes is the sub-bulk size limit for a node: bulk.max_bytes, never
+// above the node's http.max_content_length.
+func (e *osExporter) maxBytes(n *routing.Node) int {
+	m := e.cfg.Bulk.MaxBytes
+	if mc := n.Info().MaxContentLength; mc > 0 && mc < int64(m) {
+		m = int(mc)
+	}
+	return m
+}
+
+// run sends one sub-bulk under its node's window and records each item's
+// verdict. Jobs of one round touch disjoint items.
+func (e *osExporter) run(ctx context.Context, c *call, j *job) {
+	node := j.node
+	if node == nil {
+		node = e.router.Pick()
+	}
+	w := node.Window()
+	tk, err := w.Acquire(ctx) // blocking here is the backpressure
+	if err != nil {
+		for _, it := range j.items {
+			c.class[it] = bulk.Retry
+			c.result[it] = bulk.Outcome{ErrorType: bulk.ErrCanceled}
+		}
+		j.err = err
+		return
+	}
+	start := time.Now()
+	res, err := e.client.Send(ctx, node.URL(), &c.batch, j.items, j.out)
+	elapsed := time.Since(start)
+	j.err = err
+
+	wo, reqOutcome := routing.Success, "ok"
+	var re *bulk.RequestError
+	switch {
+	case errors.As(err, &re):
+		reqOutcome = re.Kind.String()
+		switch re.Kind {
+		case bulk.KindNodeDown, bulk.KindTLS:
+			wo = routing.Failure
+			if len(j.out) > 0 && j.out[0].ErrorType == bulk.ErrTimeout {
+				wo = routing.Timeout
+			}
+			e.router.MarkDead(node, err)
+		case bulk.KindThrottled:
+			wo = routing.Rejected
+		case bulk.KindServer, bulk.KindBadResponse, bulk.KindCanceled:
+			wo = routing.Failure
+		case bulk.KindAuth, bulk.KindRejected:
+			// The node answered; the window is not the problem.
+		}
+	case err != nil:
+		wo, reqOutcome = routing.Failure, "error"
+	}
+	if err == nil || (re != nil && re.Kind != bulk.KindNodeDown && re.Kind != bulk.KindTLS && re.Kind != bulk.KindCanceled) {
+		e.router.MarkAlive(node)
+	}
+
+	rollover := false
+	var lastTarget, lastWrite string
+	topo := e.router.Topology()
+	for k, it := range j.items {
+		o := j.out[k]
+		cls := bulk.Classify(o)
+		c.class[it], c.result[it] = cls, o
+		if cls == bulk.Retry && (o.Status == 429 || o.ErrorType == "rejected_execution_exception" || o.ErrorType == "es_rejected_execution_exception") {
+			wo = routing.Rejected
+		}
+		if cls == bulk.Done && o.Index != "" && !rollover && topo != nil {
+			target, _, _ := c.batch.Item(it)
+			if target != lastTarget {
+				lastTarget, lastWrite = target, ""
+				if topo.IsDataStream(target) {
+					if wi, ok := topo.WriteIndex(target); ok {
+						lastWrite = wi.Name
+					}
+				}
+			}
+			if lastWrite != "" && o.Index != lastWrite {
+				rollover = true
+			}
+		}
+	}
+	if wo == routing.Rejected && reqOutcome == "ok" {
+		reqOutcome = "rejected"
+	}
+	w.Release(tk, wo)
+	if rollover {
+		e.router.Trigger(routing.TriggerRollover)
+	}
+	e.tel.bulkRequest(ctx, node.Name(), reqOutcome, elapsed.Seconds(), res.Bytes)
+}
+
+// reportPermanent logs the first few permanent failures (index, status,
+// error type and a reason cut before any document contents; never the
+// document) and returns an error counting them all.
+func (e *osExporter) reportPermanent(c *call, n int, authErr error) error {
+	byType := map[string]int{}
+	logged := 0
+	for it, cls := range c.class {
+		if cls != bulk.Permanent {
+			continue
+		}
+		o := c.result[it]
+		byType[o.ErrorType]++
+		if logged < maxPermanentLogs && authErr == nil {
+			index, _, _ := c.batch.Item(int32(it))
+			e.log.Warn("OpenSearch refused a document permanently; it is dropped",
+				zap.String("index", index), zap.Int("status", o.Status),
+				zap.String("error.type", o.ErrorType), zap.String("error.reason", bulk.SafeReason(o.ErrorReason)))
+			logged++
+		}
+	}
+	if c.encodeFailed > 0 {
+		byType["encoding_failed"] += c.encodeFailed
+		n += c.encodeFailed
+	}
+	parts := make([]string, 0, len(byType))
+	for t, k := range byType {
+		parts = append(parts, fmt.Sprintf("%s: %d", t, k))
+	}
+	msg := fmt.Sprintf("opensearchrouted: %d %s dropped, refused permanently (%s)", n, e.signal.noun(), strings.Join(parts, ", "))
+	if authErr != nil {
+		msg += ": " + authErr.Error()
+		e.log.Error("OpenSearch refused the exporter's credentials", zap.Error(authErr))
+	}
+	return errors.New(msg)
+}
+
+// retrySummary names the causes of the items still retryable.
+func (e *osExporter) retrySummary(c *call) string {
+	byType := map[string]int{}
+	for it, cls := range c.class {
+		if cls == bulk.Retry {
+			o := c.result[it]
+			t := o.ErrorType
+			if t == "" {
+				t = fmt.Sprintf("HTTP %d", o.Status)
+			}
+			byType[t]++
+		}
+	}
+	parts := make([]string, 0, len(byType))
+	for t, k := range byType {
+		parts = append(parts, fmt.Sprintf("%s: %d", t, k))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}

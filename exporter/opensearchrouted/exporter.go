@@ -1,0 +1,234 @@
+package opensearchrouted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/opensearchrouted/opensearchrouted/exporter/opensearchrouted/internal/metadata"
+	"github.com/opensearchrouted/opensearchrouted/internal/bulk"
+	"github.com/opensearchrouted/opensearchrouted/internal/routing"
+)
+
+type signal uint8
+
+const (
+	signalLogs signal = iota
+	signalTraces
+)
+
+func (s signal) String() string {
+	if s == signalTraces {
+		return "traces"
+	}
+	return "logs"
+}
+
+// exporter is one signal's exporter. The router and bulk client are built
+// in start, because auth extensions only exist then.
+type osExporter struct {
+	cfg    *Config
+	set    exporter.Settings
+	log    *zap.Logger
+	signal signal
+
+	router *routing.Router
+	client *bulk.Client
+	tel    *telemetry
+
+	calls   sync.Pool // *call
+	targets targetCache
+}
+
+func newExporter(cfg *Config, set exporter.Settings, sig signal) (*osExporter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	e := &osExporter{cfg: cfg, set: set, log: set.Logger, signal: sig}
+	e.tel = newTelemetry(tb, sig)
+	e.targets.init(cfg, sig)
+	return e, nil
+}
+
+func (e *osExporter) start(ctx context.Context, host component.Host) error {
+	httpClient, err := e.cfg.ClientConfig.ToClient(ctx, host.GetExtensions(), e.set.TelemetrySettings)
+	if err != nil {
+		return fmt.Errorf("opensearchrouted: building the HTTP client: %w", err)
+	}
+	statsInterval := e.cfg.Routing.NodeStatsInterval
+	if statsInterval == 0 {
+		statsInterval = -1
+	}
+	e.router, err = routing.New(routing.Options{
+		Client:             httpClient,
+		Seeds:              e.cfg.seeds(),
+		RefreshInterval:    e.cfg.Routing.RefreshInterval,
+		MinRefreshInterval: e.cfg.Routing.MinRefreshInterval,
+		StatsInterval:      statsInterval,
+		WindowCeiling:      e.cfg.Routing.WindowCeiling,
+		Disabled:           !e.cfg.Routing.Enabled,
+		Logger:             e.log,
+		OnRefresh:          e.tel.refreshed,
+	})
+	if err != nil {
+		return err
+	}
+	e.client = &bulk.Client{HTTP: httpClient}
+	if e.cfg.InstallTemplates {
+		if err := installTemplates(ctx, httpClient, e.cfg.seeds(), e.signal); err != nil {
+			e.router.Close()
+			return err
+		}
+	}
+	if err := e.tel.observeNodes(e.router); err != nil {
+		e.router.Close()
+		return err
+	}
+	e.router.Start()
+	return nil
+}
+
+func (e *osExporter) shutdown(context.Context) error {
+	var err error
+	if e.tel != nil {
+		err = e.tel.stop()
+	}
+	if e.router != nil {
+		e.router.Close()
+	}
+	return err
+}
+
+// telemetry records the exporter's own metrics with attribute sets built
+// once (recording allocates nothing per document).
+type telemetry struct {
+	tb     *metadata.TelemetryBuilder
+	signal attribute.KeyValue
+	reg    metric.Registration
+
+	outcomes [numOutcomes]metric.AddOption
+	direct   metric.AddOption
+	unrouted [16]metric.AddOption // by routing.Reason
+
+	mu    sync.Mutex
+	nodes map[string]*nodeAttrs // by node name
+}
+
+type nodeAttrs struct {
+	set     attribute.Set
+	record  metric.RecordOption
+	add     metric.AddOption
+	byClass map[string]metric.AddOption // bulk request outcome → option
+}
+
+type docOutcome uint8
+
+const (
+	outIndexed docOutcome = iota
+	outDuplicate
+	outRetried
+	outFailed
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{"indexed", "duplicate", "retried", "failed"}
+
+func newTelemetry(tb *metadata.TelemetryBuilder, sig signal) *telemetry {
+	t := &telemetry{tb: tb, signal: attribute.String("signal", sig.String()), nodes: map[string]*nodeAttrs{}}
+	for i := range t.outcomes {
+		t.outcomes[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", outcomeNames[i]), t.signal))
+	}
+	t.direct = metric.WithAttributeSet(attribute.NewSet(attribute.String("path", "direct"), attribute.String("reason", routing.Routed.String())))
+	for _, r := range routing.Reasons() {
+		t.unrouted[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("path", "unrouted"), attribute.String("reason", r.String())))
+	}
+	return t
+}
+
+func (t *telemetry) documents(ctx context.Context, o docOutcome, n int) {
+	if n > 0 {
+		t.tb.OtelcolOpensearchroutedDocuments.Add(ctx, int64(n), t.outcomes[o])
+	}
+}
+
+func (t *telemetry) routed(ctx context.Context, reasons *[16]int) {
+	for r, n := range reasons {
+		if n == 0 {
+			continue
+		}
+		opt := t.unrouted[r]
+		if routing.Reason(r) == routing.Routed {
+			opt = t.direct
+		}
+		t.tb.OtelcolOpensearchroutedDocumentsRouted.Add(ctx, int64(n), opt)
+	}
+}
+
+func (t *telemetry) node(name string) *nodeAttrs {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	na, ok := t.nodes[name]
+	if !ok {
+		set := attribute.NewSet(attribute.String("node", name))
+		na = &nodeAttrs{set: set, record: metric.WithAttributeSet(set), add: metric.WithAttributeSet(set), byClass: map[string]metric.AddOption{}}
+		t.nodes[name] = na
+	}
+	return na
+}
+
+func (t *telemetry) bulkRequest(ctx context.Context, node string, outcome string, seconds float64, bytes int64) {
+	na := t.node(node)
+	t.mu.Lock()
+	opt, ok := na.byClass[outcome]
+	if !ok {
+		opt = metric.WithAttributeSet(attribute.NewSet(attribute.String("node", node), attribute.String("outcome", outcome)))
+		na.byClass[outcome] = opt
+	}
+	t.mu.Unlock()
+	t.tb.OtelcolOpensearchroutedBulkRequests.Add(ctx, 1, opt)
+	t.tb.OtelcolOpensearchroutedBulkRequestDuration.Record(ctx, seconds, na.record)
+	t.tb.OtelcolOpensearchroutedBulkRequestBytes.Add(ctx, bytes, na.add)
+}
+
+func (t *telemetry) refreshed(trigger, outcome string) {
+	t.tb.OtelcolOpensearchroutedTopologyRefreshes.Add(context.Background(), 1,
+		metric.WithAttributes(attribute.String("trigger", trigger), attribute.String("outcome", outcome)))
+}
+
+// observeNodes reports every node's window, in-flight requests and state.
+func (t *telemetry) observeNodes(r *routing.Router) error {
+	reg, err := t.tb.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for _, n := range r.Nodes() {
+			cwnd, _, _, inFlight := n.Window().State()
+			opt := metric.WithAttributeSet(t.node(n.Name()).set)
+			o.ObserveInt64(t.tb.OtelcolOpensearchroutedNodeWindow, int64(cwnd), opt)
+			o.ObserveInt64(t.tb.OtelcolOpensearchroutedNodeInflight, int64(inFlight), opt)
+			o.ObserveInt64(t.tb.OtelcolOpensearchroutedNodeState, int64(n.State()), opt)
+		}
+		return nil
+	})
+	t.reg = reg
+	return err
+}
+
+func (t *telemetry) stop() error {
+	if t.reg == nil {
+		return nil
+	}
+	err := t.reg.Unregister()
+	t.reg = nil
+	return err
+}
+
+var errNoItems = errors.New("no items")

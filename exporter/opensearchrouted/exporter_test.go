@@ -1,0 +1,348 @@
+package opensearchrouted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/opensearchrouted/opensearchrouted/internal/bulk"
+	"github.com/opensearchrouted/opensearchrouted/testbed/ossim"
+)
+
+func simTotals(c *ossim.Cluster) (received, forwarded, primary int64) {
+	for _, s := range c.Stats() {
+		received += s.ItemsReceived
+		forwarded += s.ItemsForwarded
+		primary += s.ItemsPrimary
+	}
+	return
+}
+
+// createIndex makes a plain index with the given shards and replicas.
+func createIndex(t *testing.T, base, name string, shards, replicas int) {
+	t.Helper()
+	body := fmt.Sprintf(`{"settings":{"index":{"number_of_shards":%d,"number_of_replicas":%d}}}`, shards, replicas)
+	if st := httpJSON(t, "PUT", base+"/"+name, body, nil); st != 200 {
+		t.Fatalf("create %s: HTTP %d", name, st)
+	}
+}
+
+func TestLogsRoutedExactlyOnceEmulator(t *testing.T) {
+	sim := ossim.StartT(t, ossim.Options{Nodes: 3, NoHopLatency: true})
+	createIndex(t, sim.Addr(0), "logs-direct", 6, 1)
+	cfg := testConfig(sim.Addrs()[:1])
+	cfg.LogsIndex = "logs-direct"
+	e, reader := startExporter(t, cfg, signalLogs)
+
+	// The first call meets an unknown index: sent unrouted, correct anyway.
+	if err := e.pushLogs(context.Background(), makeLogs(0, 500)); err != nil {
+		t.Fatal(err)
+	}
+	waitRouted(t, e, "logs-direct")
+	sim.ResetStats()
+	for k := 0; k < 6; k++ {
+		if err := e.pushLogs(context.Background(), makeLogs(500+k*1000, 1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	received, forwarded, _ := simTotals(sim)
+	if received != 6000 || forwarded != 0 {
+		t.Fatalf("routed: %d items received, %d forwarded between nodes (want 6000, 0)", received, forwarded)
+	}
+	// Exactly once, by count and by id; a resend of the same data is
+	// stored once more as nothing: every item comes back 409.
+	if got := count(t, sim.Addr(0), "logs-direct"); got != 6500 {
+		t.Fatalf("stored %d, want 6500", got)
+	}
+	if err := e.pushLogs(context.Background(), makeLogs(500, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(t, sim.Addr(0), "logs-direct"); got != 6500 {
+		t.Fatalf("after a resend: stored %d, want 6500", got)
+	}
+	if d := sumMetric(t, reader, "otelcol.opensearchrouted.documents", map[string]string{"outcome": "duplicate", "signal": "logs"}); d != 1000 {
+		t.Fatalf("duplicates counted: %d", d)
+	}
+	if d := sumMetric(t, reader, "otelcol.opensearchrouted.documents", map[string]string{"outcome": "indexed"}); d != 6500 {
+		t.Fatalf("indexed counted: %d", d)
+	}
+	if d := sumMetric(t, reader, "otelcol.opensearchrouted.documents.routed", map[string]string{"path": "direct"}); d != 7000 {
+		t.Fatalf("direct counted: %d", d)
+	}
+	if d := sumMetric(t, reader, "otelcol.opensearchrouted.documents.routed", map[string]string{"path": "unrouted", "reason": "no_topology"}) +
+		sumMetric(t, reader, "otelcol.opensearchrouted.documents.routed", map[string]string{"path": "unrouted", "reason": "unknown_index"}); d != 500 {
+		t.Fatalf("unrouted counted: %d", d)
+	}
+	if n := sumMetric(t, reader, "otelcol.opensearchrouted.node.window", nil); n < 3 {
+		t.Fatalf("node.window gauges: %d", n)
+	}
+}
+
+func TestRoutingDisabledForwardsEmulator(t *testing.T) {
+	sim := ossim.StartT(t, ossim.Options{Nodes: 3, NoHopLatency: true})
+	createIndex(t, sim.Addr(0), "logs-rr", 6, 1)
+	cfg := testConfig(sim.Addrs())
+	cfg.LogsIndex = "logs-rr"
+	cfg.Routing.Enabled = false
+	e, _ := startExporter(t, cfg, signalLogs)
+	for k := 0; k < 3; k++ {
+		if err := e.pushLogs(context.Background(), makeLogs(k*1000, 1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	received, forwarded, _ := simTotals(sim)
+	if received != 3000 || forwarded < 1700 || forwarded > 2300 {
+		t.Fatalf("round-robin: %d received, %d forwarded (want about 2/3)", received, forwarded)
+	}
+	if got := count(t, sim.Addr(0), "logs-rr"); got != 3000 {
+		t.Fatalf("stored %d", got)
+	}
+}
+
+func TestDataStreamTracesAndRepeats(t *testing.T) {
+	sim := ossim.StartT(t, ossim.Options{Nodes: 3, NoHopLatency: true})
+	cfg := testConfig(sim.Addrs())
+	cfg.InstallTemplates = true
+	e, _ := startExporter(t, cfg, signalTraces)
+	if err := e.pushTraces(context.Background(), makeSpans(0, 2000)); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(t, sim.Addr(0), "ss4o_traces-default-namespace"); got != 2000 {
+		t.Fatalf("spans stored %d", got)
+	}
+	if err := e.pushTraces(context.Background(), makeSpans(0, 2000)); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(t, sim.Addr(0), "ss4o_traces-default-namespace"); got != 2000 {
+		t.Fatalf("spans resent: stored %d", got)
+	}
+
+	// Logs: exact repeats within a call are all kept; attributes pick the
+	// data stream.
+	lcfg := testConfig(sim.Addrs())
+	lcfg.InstallTemplates = true
+	le, _ := startExporter(t, lcfg, signalLogs)
+	ld := makeLogs(0, 10)
+	sl := ld.ResourceLogs().At(0).ScopeLogs().At(0)
+	sl.LogRecords().At(0).CopyTo(sl.LogRecords().AppendEmpty())
+	sl.LogRecords().At(0).CopyTo(sl.LogRecords().AppendEmpty())
+	other := sl.LogRecords().AppendEmpty()
+	sl.LogRecords().At(1).CopyTo(other)
+	other.Attributes().PutStr("data_stream.dataset", "nginx")
+	bad := sl.LogRecords().AppendEmpty()
+	sl.LogRecords().At(2).CopyTo(bad)
+	bad.Attributes().PutStr("data_stream.namespace", "Not-Valid*")
+	if err := le.pushLogs(context.Background(), ld); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(t, sim.Addr(0), "ss4o_logs-default-namespace"); got != 13 {
+		t.Fatalf("stored %d in the default stream, want 10 + 2 repeats + 1 with an invalid namespace", got)
+	}
+	if got := count(t, sim.Addr(0), "ss4o_logs-nginx-namespace"); got != 1 {
+		t.Fatalf("stored %d in the nginx stream", got)
+	}
+	if err := le.pushLogs(context.Background(), ld); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(t, sim.Addr(0), "ss4o_logs-default-namespace"); got != 13 {
+		t.Fatalf("resend with repeats stored %d", got)
+	}
+}
+
+func TestRejectionsShrinkWindowEmulator(t *testing.T) {
+	sim := ossim.StartT(t, ossim.Options{Nodes: 3, NoHopLatency: true})
+	createIndex(t, sim.Addr(0), "logs-429", 3, 0)
+	cfg := testConfig(sim.Addrs())
+	cfg.LogsIndex = "logs-429"
+	cfg.Bulk.MaxBytes = 16 << 10 // many sub-bulks per node
+	e, reader := startExporter(t, cfg, signalLogs)
+	if err := e.pushLogs(context.Background(), makeLogs(0, 300)); err != nil {
+		t.Fatal(err)
+	}
+	waitRouted(t, e, "logs-429")
+	// Grow the windows, then reject the next shard writes on node 1.
+	for k := 1; k < 4; k++ {
+		if err := e.pushLogs(context.Background(), makeLogs(k*1000, 1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n1 := e.router.Topology().NodeByID(sim.Node(1).ID())
+	before := n1.Window().Decreases()
+	if err := sim.RejectNext(1, 6); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.pushLogs(context.Background(), makeLogs(10000, 2000)); err != nil {
+		t.Fatal(err)
+	}
+	if after := n1.Window().Decreases(); after <= before {
+		t.Fatalf("the rejecting node's window never shrank (%d decreases before, %d after)", before, after)
+	}
+	if got := count(t, sim.Addr(0), "logs-429"); got != 5300 {
+		t.Fatalf("stored %d, want 5300", got)
+	}
+	var rejected int64
+	for _, s := range sim.Stats() {
+		rejected += s.RejectedItems
+	}
+	if rejected == 0 {
+		t.Fatal("no rejection happened")
+	}
+	if r := sumMetric(t, reader, "otelcol.opensearchrouted.bulk_requests", map[string]string{"outcome": "rejected"}); r == 0 {
+		t.Fatal("rejected sub-bulks not counted")
+	}
+}
+
+func TestNodeStoppedAndRestartedEmulator(t *testing.T) {
+	sim := ossim.StartT(t, ossim.Options{Nodes: 3, NoHopLatency: true, DetectionDelay: 50 * time.Millisecond})
+	createIndex(t, sim.Addr(0), "logs-kill", 6, 1)
+	cfg := testConfig(sim.Addrs())
+	cfg.LogsIndex = "logs-kill"
+	cfg.Bulk.MaxAttempts = 10
+	cfg.Bulk.RetryBackoff = 50 * time.Millisecond
+	e, _ := startExporter(t, cfg, signalLogs)
+	if err := e.pushLogs(context.Background(), makeLogs(0, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	waitRouted(t, e, "logs-kill")
+	total := 1000
+	for k := 1; k < 8; k++ {
+		if k == 3 {
+			if err := sim.StopNode(2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if k == 6 {
+			if err := sim.RestartNode(2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ld := makeLogs(k*1000, 1000)
+		err := e.pushLogs(context.Background(), ld)
+		for err != nil {
+			// Hand-back for retry: resend exactly what the exporter returned,
+			// as the collector's retry would.
+			var le consumererror.Logs
+			if !errors.As(err, &le) {
+				t.Fatalf("call %d: %v", k, err)
+			}
+			err = e.pushLogs(context.Background(), le.Data())
+		}
+		total += 1000
+	}
+	if got := count(t, sim.Addr(0), "logs-kill"); got != total {
+		t.Fatalf("stored %d, want %d", got, total)
+	}
+}
+
+func TestPermanentAndAuthErrors(t *testing.T) {
+	// A server that answers discovery with 403 and bulks with a mix of
+	// created, mapping errors and then 401.
+	var unauthorized bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/_bulk") {
+			w.WriteHeader(403)
+			return
+		}
+		if unauthorized {
+			w.WriteHeader(401)
+			fmt.Fprint(w, `{"error":{"type":"security_exception","reason":"missing authentication credentials"},"status":401}`)
+			return
+		}
+		var items []string
+		body := make([]byte, 1<<20)
+		n, _ := r.Body.Read(body)
+		lines := strings.Count(string(body[:n]), "\n") / 2
+		for i := 0; i < lines; i++ {
+			if i%3 == 0 {
+				items = append(items, `{"create":{"_index":"x","_id":"a","status":400,"error":{"type":"mapper_parsing_exception","reason":"failed to parse field [attributes.seq] of type [date] in document with id 'a'. Preview of field's value: 'secret'"}}}`)
+			} else {
+				items = append(items, `{"create":{"_index":"x","_id":"a","status":201}}`)
+			}
+		}
+		fmt.Fprintf(w, `{"took":1,"errors":true,"items":[%s]}`, strings.Join(items, ","))
+	}))
+	defer srv.Close()
+	cfg := testConfig([]string{srv.URL})
+	cfg.LogsIndex = "x"
+	e, reader := startExporter(t, cfg, signalLogs)
+	err := e.pushLogs(context.Background(), makeLogs(0, 9))
+	if !consumererror.IsPermanent(err) || !strings.Contains(err.Error(), "3 log records dropped") || !strings.Contains(err.Error(), "mapper_parsing_exception: 3") {
+		t.Fatalf("mapping errors: %v", err)
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Fatal("document contents in the error")
+	}
+	if f := sumMetric(t, reader, "otelcol.opensearchrouted.documents", map[string]string{"outcome": "failed"}); f != 3 {
+		t.Fatalf("failed counted %d", f)
+	}
+	unauthorized = true
+	err = e.pushLogs(context.Background(), makeLogs(0, 4))
+	if !consumererror.IsPermanent(err) || !strings.Contains(err.Error(), "authentication failed") {
+		t.Fatalf("401: %v", err)
+	}
+}
+
+func TestRetrySetKeepsRepeatNumbering(t *testing.T) {
+	c := &call{}
+	h1, h2 := [16]byte{1}, [16]byte{2}
+	// items: h1#0 h2#0 h1#1 h1#2 h2#1
+	c.hashes = [][16]byte{h1, h2, h1, h1, h2}
+	c.occ = []int32{0, 0, 1, 2, 1}
+	c.refs = make([]ref, 5)
+	c.class = make([]bulk.Class, 5)
+	c.class[2] = bulk.Retry // h1#1 failed → resend h1#0 too, so it is numbered 1 again
+	got := c.retrySet(nil)
+	if fmt.Sprint(got) != "[0 2]" {
+		t.Fatalf("retry set %v", got)
+	}
+	c.class[2] = bulk.Done
+	c.class[4] = bulk.Retry
+	if got := c.retrySet(nil); fmt.Sprint(got) != "[1 4]" {
+		t.Fatalf("retry set %v", got)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	cases := map[string]func(*Config){
+		"endpoints: at least one endpoint":             func(c *Config) { c.Endpoints = nil },
+		`endpoints: "localhost:9200" is not an http`:   func(c *Config) { c.Endpoints = []string{"localhost:9200"} },
+		"carries credentials":                          func(c *Config) { c.Endpoints = []string{"http://u:p@h:9200"} },
+		"same scheme":                                  func(c *Config) { c.Endpoints = []string{"http://a:1", "https://b:2"} },
+		"endpoint and endpoints: set one":              func(c *Config) { c.Endpoint = "http://c:3" },
+		`document_id: "uuid" is not one of`:            func(c *Config) { c.DocumentID = "uuid" },
+		"document_id_attribute: required":              func(c *Config) { c.DocumentID = DocumentIDAttribute },
+		"dataset: \"my-set\" must not contain '-'":     func(c *Config) { c.Dataset = "my-set" },
+		"namespace: must not be empty":                 func(c *Config) { c.Namespace = "" },
+		"logs_index: \"Logs\" must be lowercase":       func(c *Config) { c.LogsIndex = "Logs" },
+		"bulk.max_bytes: must be at least 1024":        func(c *Config) { c.Bulk.MaxBytes = 10 },
+		"bulk.max_attempts: must be at least 1":        func(c *Config) { c.Bulk.MaxAttempts = 0 },
+		"routing.refresh_interval: must be positive":   func(c *Config) { c.Routing.RefreshInterval = 0 },
+		"routing.window_ceiling: must not be negative": func(c *Config) { c.Routing.WindowCeiling = -2 },
+	}
+	for want, mod := range cases {
+		cfg := testConfig([]string{"http://localhost:9200"})
+		mod(cfg)
+		err := cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v", want, err)
+		}
+	}
+	cfg := createDefaultConfig()
+	cfg.Endpoint = "https://search.example:9200"
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("single endpoint: %v", err)
+	}
+	if s := cfg.seeds(); len(s) != 1 || s[0] != "https://search.example:9200" {
+		t.Fatalf("seeds %v", s)
+	}
+}
+
+var _ = plog.NewLogs

@@ -1,0 +1,104 @@
+package metadata
+
+import (
+	"errors"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Meter returns the exporter's meter.
+func Meter(settings component.TelemetrySettings) metric.Meter {
+	return settings.MeterProvider.Meter(ScopeName)
+}
+
+// TelemetryBuilder holds every instrument of the exporter's own telemetry.
+type TelemetryBuilder struct {
+	meter metric.Meter
+
+	// OtelcolOpensearchroutedDocuments counts documents by final outcome.
+	OtelcolOpensearchroutedDocuments metric.Int64Counter
+	// OtelcolOpensearchroutedDocumentsRouted counts documents by path.
+	OtelcolOpensearchroutedDocumentsRouted metric.Int64Counter
+	// OtelcolOpensearchroutedBulkRequests counts sub-bulk requests.
+	OtelcolOpensearchroutedBulkRequests metric.Int64Counter
+	// OtelcolOpensearchroutedBulkRequestDuration is sub-bulk latency.
+	OtelcolOpensearchroutedBulkRequestDuration metric.Float64Histogram
+	// OtelcolOpensearchroutedBulkRequestBytes counts body bytes sent.
+	OtelcolOpensearchroutedBulkRequestBytes metric.Int64Counter
+	// OtelcolOpensearchroutedNodeWindow is each node's congestion window.
+	OtelcolOpensearchroutedNodeWindow metric.Int64ObservableGauge
+	// OtelcolOpensearchroutedNodeInflight is each node's requests in flight.
+	OtelcolOpensearchroutedNodeInflight metric.Int64ObservableGauge
+	// OtelcolOpensearchroutedNodeState is each node's health.
+	OtelcolOpensearchroutedNodeState metric.Int64ObservableGauge
+	// OtelcolOpensearchroutedTopologyRefreshes counts topology refreshes.
+	OtelcolOpensearchroutedTopologyRefreshes metric.Int64Counter
+}
+
+// NewTelemetryBuilder creates every instrument.
+func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilder, error) {
+	b := &TelemetryBuilder{meter: Meter(settings)}
+	var err, errs error
+	b.OtelcolOpensearchroutedDocuments, err = b.meter.Int64Counter(
+		"otelcol.opensearchrouted.documents",
+		metric.WithDescription("Documents by final outcome of an export call: indexed, duplicate (already stored by an earlier attempt), retried (handed back to the collector for retry), failed (permanent)."),
+		metric.WithUnit("{document}"),
+	)
+	errs = errors.Join(errs, err)
+	b.OtelcolOpensearchroutedDocumentsRouted, err = b.meter.Int64Counter(
+		"otelcol.opensearchrouted.documents.routed",
+		metric.WithDescription("Documents sent straight to their primary's node (path direct) or to a chosen node (path unrouted, with the reason)."),
+		metric.WithUnit("{document}"),
+	)
+	errs = errors.Join(errs, err)
+	b.OtelcolOpensearchroutedBulkRequests, err = b.meter.Int64Counter(
+		"otelcol.opensearchrouted.bulk_requests",
+		metric.WithDescription("Per-node sub-bulk requests by outcome."),
+		metric.WithUnit("{request}"),
+	)
+	errs = errors.Join(errs, err)
+	b.OtelcolOpensearchroutedBulkRequestDuration, err = b.meter.Float64Histogram(
+		"otelcol.opensearchrouted.bulk_request.duration",
+		metric.WithDescription("Duration of per-node sub-bulk requests, from send to parsed response."),
+		metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+	)
+	errs = errors.Join(errs, err)
+	b.OtelcolOpensearchroutedBulkRequestBytes, err = b.meter.Int64Counter(
+		"otelcol.opensearchrouted.bulk_request.bytes",
+		metric.WithDescription("Uncompressed body bytes of per-node sub-bulk requests."),
+		metric.WithUnit("By"),
+	)
+	errs = errors.Join(errs, err)
+	b.OtelcolOpensearchroutedNodeWindow, err = b.meter.Int64ObservableGauge(
+		"otelcol.opensearchrouted.node.window",
+		metric.WithDescription("Congestion window of each node: the most write requests the exporter keeps in flight to it."),
+		metric.WithUnit("{request}"),
+	)
+	errs = errors.Join(errs, err)
+	b.OtelcolOpensearchroutedNodeInflight, err = b.meter.Int64ObservableGauge(
+		"otelcol.opensearchrouted.node.inflight",
+		metric.WithDescription("Write requests in flight to each node."),
+		metric.WithUnit("{request}"),
+	)
+	errs = errors.Join(errs, err)
+	b.OtelcolOpensearchroutedNodeState, err = b.meter.Int64ObservableGauge(
+		"otelcol.opensearchrouted.node.state",
+		metric.WithDescription("Health of each node: 0 alive, 1 overloaded, 2 dead."),
+		metric.WithUnit("1"),
+	)
+	errs = errors.Join(errs, err)
+	b.OtelcolOpensearchroutedTopologyRefreshes, err = b.meter.Int64Counter(
+		"otelcol.opensearchrouted.topology.refreshes",
+		metric.WithDescription("Topology refreshes by trigger and outcome."),
+		metric.WithUnit("{refresh}"),
+	)
+	errs = errors.Join(errs, err)
+	return b, errs
+}
+
+// RegisterCallback registers cb to observe the node gauges.
+func (b *TelemetryBuilder) RegisterCallback(cb metric.Callback) (metric.Registration, error) {
+	return b.meter.RegisterCallback(cb, b.OtelcolOpensearchroutedNodeWindow, b.OtelcolOpensearchroutedNodeInflight, b.OtelcolOpensearchroutedNodeState)
+}
