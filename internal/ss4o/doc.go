@@ -85,9 +85,10 @@
 //   - a NaN or infinite double comes back as the string "NaN", "Infinity"
 //     or "-Infinity";
 //   - of repeated map keys only the first is kept;
-//   - every document carries its own resource and scope: records that shared
-//     a ResourceLogs/ScopeLogs come back each with a copy (grouping them again
-//     is up to the caller);
+//   - every document carries its own resource and scope: DecodeLog and
+//     DecodeSpan give each record its own copy; LogsDecoder and TracesDecoder
+//     group records with equal resources and scopes again (an input that
+//     held two equal resources separately comes back as one);
 //   - AppendLog and AppendSpan do not know the schema URLs; only Encoder
 //     writes them.
 //

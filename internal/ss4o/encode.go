@@ -276,12 +276,21 @@ func closeObject(dst []byte, n int) []byte {
 // appendOrigin writes the fields shared by every record of a scope, each
 // with a leading comma (possibly none at all).
 func appendOrigin(dst []byte, res pcommon.Resource, resourceSchemaURL string, scope pcommon.InstrumentationScope, scopeSchemaURL string) []byte {
+	dst = appendResource(dst, res, resourceSchemaURL)
+	return appendScope(dst, scope, scopeSchemaURL)
+}
+
+func appendResource(dst []byte, res pcommon.Resource, resourceSchemaURL string) []byte {
 	dst = appendAttributes(dst, `,"resource":`, res.Attributes())
 	dst = appendCount(dst, `,"resourceDroppedAttributesCount":`, res.DroppedAttributesCount())
 	if resourceSchemaURL != "" {
 		dst = append(dst, `,"schemaUrl":`...)
 		dst = appendString(dst, resourceSchemaURL)
 	}
+	return dst
+}
+
+func appendScope(dst []byte, scope pcommon.InstrumentationScope, scopeSchemaURL string) []byte {
 	name, version := scope.Name(), scope.Version()
 	attrs, dropped := scope.Attributes(), scope.DroppedAttributesCount()
 	if name == "" && version == "" && scopeSchemaURL == "" && attrs.Len() == 0 && dropped == 0 {
