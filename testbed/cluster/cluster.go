@@ -351,6 +351,7 @@ func (c *Cluster) jvmArgs(home string) ([]string, error) {
 		"-Xms" + heap, "-Xmx" + heap,
 		"-XX:MaxDirectMemorySize=" + strconv.FormatInt(hb/2, 10),
 		"-XX:+UseSerialGC",
+		"-XX:TieredStopAtLevel=1", // C1 only: far less JIT work on 2 shared cores
 		"-XX:+ExitOnOutOfMemoryError",
 		"-Xss1m",
 		"-Djava.io.tmpdir=" + tmp,
