@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/opensearchrouted/opensearchrouted/internal/routing"
 )
 
 // bulkItem is one item of a bulk request; res is filled by whoever
@@ -42,7 +44,8 @@ type itemResult struct {
 	total, ok  int
 	errType    string
 	errReason  string
-	errIndex   bool // add index/shard/index_uuid to the error
+	errIndex   bool   // add index/shard/index_uuid to the error
+	causedBy   string // error.caused_by.type, "" for none
 	idNull     bool
 	shardLabel int
 	indexUUID  string
@@ -190,18 +193,20 @@ func (c *Cluster) resolveItemLocked(it *bulkItem, create bool) bool {
 		return true
 	}
 	if it.op != "delete" && !validSource(it.source) {
-		it.failWith(&osErr{status: 400, typ: "mapper_parsing_exception", reason: "failed to parse", index: it.name})
-		it.res.errIndex = true
+		it.failWith(&osErr{status: 400, typ: "mapper_parsing_exception", reason: "failed to parse"})
+		it.res.causedBy = "json_parse_exception"
+		it.res.index = c.writeIndexName(it.name)
 		return true
 	}
 	var im *indexMeta
 	if ds := c.dataStreams[it.name]; ds != nil {
+		wi := ds.indices[len(ds.indices)-1].name
 		if it.op != "create" {
-			it.failWith(&osErr{status: 400, typ: "illegal_argument_exception", reason: "only write ops with an op_type of create are allowed in data streams", index: it.name})
+			it.failWith(&osErr{status: 400, typ: "illegal_argument_exception", reason: "only write ops with an op_type of create are allowed in data streams", index: wi})
 			return true
 		}
 		if it.routing != "" {
-			it.failWith(&osErr{status: 400, typ: "illegal_argument_exception", reason: fmt.Sprintf("index request targeting data stream [%s] specifies a custom routing. target the backing indices directly or remove the custom routing.", it.name), index: it.name})
+			it.failWith(&osErr{status: 400, typ: "illegal_argument_exception", reason: fmt.Sprintf("index request targeting data stream [%s] specifies a custom routing. target the backing indices directly or remove the custom routing.", it.name), index: wi})
 			return true
 		}
 		if !bytes.Contains(it.source, []byte(`"@timestamp"`)) {
@@ -235,10 +240,17 @@ func (c *Cluster) resolveItemLocked(it *bulkItem, create bool) bool {
 		it.failWith(&osErr{status: 403, typ: "cluster_block_exception", reason: "index [" + im.name + "] blocked by: [FORBIDDEN/8/index write (api)];", index: im.name})
 		return true
 	}
+	if im.layout.PartitionSize > 1 && !im.routingRequired {
+		it.failWith(&osErr{status: 400, typ: "illegal_argument_exception", reason: "mapping type [_doc] must have routing required for partitioned index [" + im.name + "]", index: im.name})
+		return true
+	}
 	if !it.hasID {
 		it.id, it.hasID = autoID(), true
 	}
 	shard, err := im.layout.Shard(it.id, it.routing)
+	if err == nil && im.routingRequired && it.routing == "" {
+		err = routing.ErrRoutingRequired{PartitionSize: 1}
+	}
 	if err != nil {
 		it.failWith(&osErr{status: 400, typ: "routing_missing_exception", reason: fmt.Sprintf("routing is required for [%s]/[%s]", im.name, it.id), index: im.name})
 		it.res.errIndex = true
@@ -784,6 +796,11 @@ func appendBulkResponse(b []byte, items []*bulkItem, took time.Duration) []byte 
 		b = appendStr(b, r.errType)
 		b = append(b, `,"reason":`...)
 		b = appendStr(b, r.errReason)
+		if r.causedBy != "" {
+			b = append(b, `,"caused_by":{"type":`...)
+			b = appendStr(b, r.causedBy)
+			b = append(b, `,"reason":"failed to parse the document source"}`...)
+		}
 		if r.errIndex {
 			b = append(b, `,"index":`...)
 			b = appendStr(b, idx)
@@ -793,7 +810,7 @@ func appendBulkResponse(b []byte, items []*bulkItem, took time.Duration) []byte 
 				b = append(b, `","index_uuid":`...)
 				b = appendStr(b, r.indexUUID)
 			}
-		} else if r.index != "" && (r.status == 404 || r.status == 400 && r.errType == "invalid_index_name_exception") {
+		} else if r.index != "" && (r.status == 404 || r.errType == "invalid_index_name_exception") {
 			b = append(b, `,"index":`...)
 			b = appendStr(b, idx)
 			b = append(b, `,"index_uuid":"_na_"`...)

@@ -53,7 +53,12 @@ type indexMeta struct {
 	dataStream  string // the data stream this index backs, "" if none
 	blocksWrite bool
 	explicitP   bool // routing_partition_size given at creation
-	shards      []*shardGroup
+	// routingRequired: mappings._routing.required (a partitioned index
+	// refuses writes without it, as OpenSearch 2.19 does).
+	routingRequired bool
+	requireName     string // index.routing.allocation.require._name
+	perNode         int    // index.routing.allocation.total_shards_per_node, 0 = unlimited
+	shards          []*shardGroup
 }
 
 type shardGroup struct {
@@ -270,7 +275,10 @@ func (c *Cluster) pickNode(g *shardGroup, primary bool) *Node {
 	var bestKey [4]int
 	nn := len(c.nodes)
 	for _, n := range c.joinedNodes() {
-		if used[n] {
+		if used[n] || g.index.requireName != "" && n.name != g.index.requireName {
+			continue
+		}
+		if g.index.perNode > 0 && c.indexCopiesOn(g.index, n) >= g.index.perNode {
 			continue
 		}
 		all, prim := c.copiesOn(n)
@@ -288,6 +296,19 @@ func (c *Cluster) pickNode(g *shardGroup, primary bool) *Node {
 		}
 	}
 	return best
+}
+
+// indexCopiesOn counts the copies of im on n.
+func (c *Cluster) indexCopiesOn(im *indexMeta, n *Node) int {
+	k := 0
+	for _, g := range im.shards {
+		for _, sc := range g.copies {
+			if sc.node == n || sc.relocTo == n {
+				k++
+			}
+		}
+	}
+	return k
 }
 
 func less4(a, b [4]int) bool {

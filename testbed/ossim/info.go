@@ -258,6 +258,11 @@ func (q *request) handleCat(what string, rest []string) {
 				"pri": strconv.Itoa(im.layout.Shards), "rep": strconv.Itoa(im.replicas), "docs.count": strconv.Itoa(docs),
 				"docs.deleted": "0", "store.size": strconv.Itoa(docs*500*(1+im.replicas)) + "b", "pri.store.size": strconv.Itoa(docs*500) + "b"})
 		}
+	case "cluster_manager", "master":
+		cols = []string{"id", "host", "ip", "node"}
+		if mgr := c.managerLocked(); mgr != nil {
+			rows = append(rows, map[string]any{"id": mgr.id, "host": "127.0.0.1", "ip": "127.0.0.1", "node": mgr.name})
+		}
 	case "nodes":
 		cols = []string{"ip", "name", "node.role", "cluster_manager"}
 		mgr := c.managerLocked()

@@ -108,6 +108,23 @@ func intSetting(s map[string]string, key string, def int) (int, *osErr) {
 }
 
 // createIndexLocked creates an index. Must hold c.mu (write).
+// writeIndexName is the concrete index a write to name lands in (the
+// write index of a data stream), or name itself.
+func (c *Cluster) writeIndexName(name string) string {
+	if ds := c.dataStreams[name]; ds != nil && len(ds.indices) > 0 {
+		return ds.indices[len(ds.indices)-1].name
+	}
+	return name
+}
+
+// routingRequiredIn reports "mappings":{"_routing":{"required":true}}.
+func routingRequiredIn(body map[string]any) bool {
+	m, _ := body["mappings"].(map[string]any)
+	r, _ := m["_routing"].(map[string]any)
+	req, _ := r["required"].(bool)
+	return req
+}
+
 func (c *Cluster) createIndexLocked(name string, s map[string]string, ds string) (*indexMeta, *osErr) {
 	if e := validIndexName(name); e != nil && !strings.HasPrefix(name, ".ds-") {
 		return nil, e
@@ -149,7 +166,11 @@ func (c *Cluster) createIndexLocked(name string, s map[string]string, ds string)
 	}
 	_, explicitP := s["index.routing_partition_size"]
 	im := &indexMeta{name: name, uuid: randomID(22), layout: layout, replicas: replicas, created: time.Now(),
-		dataStream: ds, explicitP: explicitP, blocksWrite: s["index.blocks.write"] == "true"}
+		dataStream: ds, explicitP: explicitP, blocksWrite: s["index.blocks.write"] == "true",
+		requireName: s["index.routing.allocation.require._name"], routingRequired: s["ossim.routing_required"] == "true"}
+	if v, ok := s["index.routing.allocation.total_shards_per_node"]; ok {
+		im.perNode, _ = strconv.Atoi(v)
+	}
 	for i := 0; i < nShards; i++ {
 		im.shards = append(im.shards, &shardGroup{index: im, num: i, primaryTerm: 1})
 	}
@@ -231,6 +252,9 @@ func (q *request) handleCreateIndex(name string) {
 	}
 	for k, v := range settingsOf(body) {
 		s[k] = v
+	}
+	if routingRequiredIn(body) {
+		s["ossim.routing_required"] = "true"
 	}
 	_, e := c.createIndexLocked(name, s, "")
 	c.mu.Unlock()
@@ -386,6 +410,9 @@ func (im *indexMeta) settingsJSON() map[string]any {
 	}
 	if im.dataStream != "" {
 		idx["hidden"] = "true"
+	}
+	if im.requireName != "" {
+		idx["routing"] = map[string]any{"allocation": map[string]any{"require": map[string]any{"_name": im.requireName}}}
 	}
 	return map[string]any{"index": idx}
 }
@@ -761,6 +788,9 @@ func (q *request) handleResize(src, target string, split bool) {
 		ts["index.routing_partition_size"] = strconv.Itoa(im.layout.PartitionSize)
 	}
 	ts["index.blocks.write"] = "true"
+	if im.routingRequired {
+		ts["ossim.routing_required"] = "true"
+	}
 	for k, v := range s {
 		ts[k] = v
 	}

@@ -59,7 +59,12 @@ func TestSearchShardsMatchesRoutingVectors(t *testing.T) {
 		if v.p != 1 {
 			extra += fmt.Sprintf(`,"routing_partition_size":%d`, v.p)
 		}
-		createIndex(t, base, name, v.n, 0, extra)
+		body := fmt.Sprintf(`{"settings":{"index":{"number_of_shards":%d,"number_of_replicas":0%s}}`, v.n, extra)
+		if v.p != 1 {
+			// A partitioned index takes writes only with routing required.
+			body += `,"mappings":{"_routing":{"required":true}}`
+		}
+		mustOK(t, "PUT", base+"/"+name, body+"}")
 		want, err := routing.ShardFor(v.id, v.routing, v.n, v.r, v.p)
 		if err != nil || want != v.shard {
 			t.Fatalf("row %d: routing package says %d (%v), vector %d", i, want, err, v.shard)
@@ -134,6 +139,7 @@ func TestIndexCreationErrorsAndClusterState(t *testing.T) {
 	c := StartT(t, Options{Nodes: 3, NoHopLatency: true})
 	base := c.Addr(1)
 	createIndex(t, base, "a", 3, 1, "")
+	var m map[string]any
 	st, m := do(t, "PUT", base+"/a", "")
 	if st != 400 || get(m, "error", "type") != "resource_already_exists_exception" {
 		t.Errorf("duplicate: %d %v", st, m)
@@ -150,7 +156,12 @@ func TestIndexCreationErrorsAndClusterState(t *testing.T) {
 	if st != 404 || get(m, "error", "type") != "index_not_found_exception" {
 		t.Errorf("missing index: %d %v", st, m)
 	}
-	createIndex(t, base, "p", 2, 0, `,"number_of_routing_shards":8,"routing_partition_size":3`)
+	mustOK(t, "PUT", base+"/p", `{"settings":{"number_of_shards":2,"number_of_routing_shards":8,"routing_partition_size":3},"mappings":{"_routing":{"required":true}}}`)
+	createIndex(t, base, "p-nomap", 2, 0, `,"number_of_routing_shards":8,"routing_partition_size":3`)
+	m = mustOK(t, "POST", base+"/_bulk", bulkBody(`{"index":{"_index":"p-nomap","_id":"1","routing":"r"}}`, `{}`))
+	if get(items(m)[0], "error", "type") != "illegal_argument_exception" || items(m)[0]["status"] != 400.0 {
+		t.Errorf("partitioned index without _routing.required: %v", m)
+	}
 	m = mustOK(t, "GET", base+"/_cluster/state/metadata/a,p?filter_path=metadata.indices.*.routing_num_shards,metadata.indices.*.settings.index.number_of_shards,metadata.indices.*.settings.index.routing_partition_size", "")
 	if get(m, "metadata", "indices", "a", "routing_num_shards") != 768.0 ||
 		get(m, "metadata", "indices", "a", "settings", "index", "number_of_shards") != "3" ||

@@ -34,6 +34,7 @@ func shardOfSum(sum int32, l routing.Layout) int {
 // ---- query evaluation ----
 
 type docView struct {
+	node  string // id of the node that served the hit
 	index string
 	shard int
 	pos   int
@@ -570,6 +571,7 @@ type searchReq struct {
 	sliceMax   int
 	track      int // -1 exact, 0 off, else threshold
 	noSource   bool
+	explain    bool
 	pitID      string
 	keepAlive  time.Duration
 }
@@ -643,6 +645,7 @@ func parseSearch(body map[string]any, params map[string][]string) (*searchReq, e
 	if s, ok := body["_source"].(bool); ok && !s {
 		sr.noSource = true
 	}
+	sr.explain, _ = body["explain"].(bool)
 	if pit, ok := body["pit"].(map[string]any); ok {
 		sr.pitID, _ = pit["id"].(string)
 		if sr.pitID == "" {
@@ -740,7 +743,7 @@ func (q *request) handleSearch(expr string) {
 	for _, t := range targets {
 		t.node.st.searchRequests.Add(1)
 		for i := range t.docs {
-			v := &docView{index: t.index, shard: t.shard, pos: i, d: t.docs[i]}
+			v := &docView{node: t.node.id, index: t.index, shard: t.shard, pos: i, d: t.docs[i]}
 			if sr.sliceMax > 0 {
 				m := int(routing.Hash(v.d.id)) % sr.sliceMax
 				if m < 0 {
@@ -814,6 +817,11 @@ func (q *request) handleSearch(expr string) {
 		if h.v.d.routing != "" {
 			m["_routing"] = h.v.d.routing
 		}
+		if sr.explain {
+			m["_shard"] = "[" + h.v.index + "][" + strconv.Itoa(h.v.shard) + "]"
+			m["_node"] = h.v.node
+			m["_explanation"] = map[string]any{"value": 1.0, "description": "*:*", "details": []any{}}
+		}
 		if !sr.noSource {
 			m["_source"] = json.RawMessage(h.v.d.source)
 		}
@@ -837,13 +845,23 @@ func (q *request) handleSearch(expr string) {
 	q.replyJSON(200, out)
 }
 
+// failureStatus is the HTTP status of "all shards failed": that of the
+// failures' exception (404 for lost contexts, 503 for no copy, else 500).
 func failureStatus(f []shardFailure) int {
+	status := 0
 	for _, x := range f {
-		if x.typ != "search_context_missing_exception" {
-			return 503
+		s := 500
+		switch x.typ {
+		case "search_context_missing_exception":
+			s = 404
+		case "no_shard_available_action_exception":
+			s = 503
+		}
+		if s > status {
+			status = s
 		}
 	}
-	return 404
+	return status
 }
 
 func failuresJSON(failures []shardFailure) []any {
@@ -1196,8 +1214,17 @@ func (c *Cluster) pitTarget(pc pitRef, keep time.Duration) (shardTarget, *shardF
 		return shardTarget{}, missing
 	}
 	n := c.nodes[pc.Node]
+	c.mu.RLock()
+	joined := n.joined
+	c.mu.RUnlock()
+	if !joined {
+		// As OpenSearch 2.19: a context on a node that left the cluster.
+		return shardTarget{}, &shardFailure{shard: pc.Shard, index: pc.Index, typ: "illegal_state_exception",
+			reason: "no node found for id: " + pc.NID}
+	}
 	if !n.Running() {
-		return shardTarget{}, missing
+		return shardTarget{}, &shardFailure{shard: pc.Shard, index: pc.Index, node: pc.NID, typ: "node_not_connected_exception",
+			reason: "[" + n.name + "][" + n.transportAddr() + "] Node not connected"}
 	}
 	n.smu.Lock()
 	ctx := n.pits[pc.Ctx]
