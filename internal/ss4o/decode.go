@@ -302,29 +302,43 @@ func (d *decoder) skip() error {
 	}
 }
 
-// fieldSet records the top-level fields already read; a document that
-// repeats one is not ours.
-type fieldSet struct {
-	names []string
+// fieldSet records which fields of one object were read: an object that
+// repeats a field is not ours. Names outside knownFields are not recorded
+// (the decoders reject them anyway).
+type fieldSet uint64
+
+var knownFields = [...]string{
+	"@timestamp", "timestampUnset", "observedTimestamp", "traceId", "spanId", "flags", "severity",
+	"eventName", "body", "attributes", "droppedAttributesCount", "resource",
+	"resourceDroppedAttributesCount", "schemaUrl", "instrumentationScope", "startTime", "endTime",
+	"parentSpanId", "traceState", "name", "kind", "status", "events", "droppedEventsCount", "links",
+	"droppedLinksCount", "text", "number", "code", "message", "version",
+}
+
+func fieldIndex(name string) int {
+	for i, n := range knownFields {
+		if n == name {
+			return i
+		}
+	}
+	return -1
 }
 
 func (s *fieldSet) add(key []byte) error {
-	for _, n := range s.names {
-		if n == string(key) {
-			return foreign(key, "repeated")
-		}
+	i := fieldIndex(string(key))
+	if i < 0 {
+		return nil
 	}
-	s.names = append(s.names, string(key))
+	if *s&(1<<i) != 0 {
+		return foreign(key, "repeated")
+	}
+	*s |= 1 << i
 	return nil
 }
 
 func (s *fieldSet) has(name string) bool {
-	for _, n := range s.names {
-		if n == name {
-			return true
-		}
-	}
-	return false
+	i := fieldIndex(name)
+	return i >= 0 && *s&(1<<i) != 0
 }
 
 func (d *decoder) originField(key []byte, res pcommon.Resource, resURL *string, scope pcommon.InstrumentationScope, scURL *string) error {
