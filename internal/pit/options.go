@@ -69,7 +69,8 @@ type Options struct {
 	Source json.RawMessage
 	// PageSize is the number of hits per search. Zero means 1000.
 	PageSize int
-	// Slice, if set, reads one slice of the PIT.
+	// Slice, if set, reads one slice of the PIT. Max 1 is the whole PIT
+	// (no slice is sent: the server rejects max 1).
 	Slice *Slice
 	// SearchAfter is the cursor to start after (sort values of the last
 	// hit read earlier, as returned by Cursor). Empty means from the start.

@@ -605,15 +605,22 @@ func (p *Paginator) deletePIT(ctx context.Context, id string, retries int) error
 						Successful bool `json:"successful"`
 					} `json:"pits"`
 				}
-				if json.Unmarshal(data, &dr) == nil && len(dr.Pits) > 0 && !slices.ContainsFunc(dr.Pits, func(x struct {
-					Successful bool `json:"successful"`
-				}) bool {
-					return !x.Successful
-				}) {
-					p.ctr.PITsClosed.Add(1)
-					return nil
+				if err := json.Unmarshal(data, &dr); err != nil || len(dr.Pits) == 0 {
+					err = fmt.Errorf("pit: delete on %s: unexpected answer (no pits)", redact(node))
+					p.ctr.PITCloseErrors.Add(1)
+					return err
 				}
-				err = fmt.Errorf("pit: delete on %s: the server did not confirm the deletion", redact(node))
+				// successful:false: some contexts were already gone (lost
+				// with their node) or unreachable; the server freed what it
+				// reached and the rest expires with the keep-alive.
+				for _, x := range dr.Pits {
+					if !x.Successful {
+						p.ctr.PITDeletesUnconfirmed.Add(1)
+						break
+					}
+				}
+				p.ctr.PITsClosed.Add(1)
+				return nil
 			default:
 				_, he, _ := classifyError("delete", node, status, data)
 				err = he
@@ -654,7 +661,7 @@ func (p *Paginator) searchBody(pitID string, probe bool) []byte {
 		b.WriteString(`,"_source":`)
 		b.Write(p.cfg.source)
 	}
-	if s := p.cfg.Slice; s != nil {
+	if s := p.cfg.Slice; s != nil && s.Max > 1 { // the server rejects max 1: it is the whole
 		fmt.Fprintf(&b, `,"slice":{"id":%d,"max":%d}`, s.ID, s.Max)
 	}
 	if len(p.fetchCursor) > 0 {

@@ -178,7 +178,7 @@ func TestRequestShape(t *testing.T) {
 	o.Indices = []string{"logs", "logs-*"}
 	o.KeepAlive = 90 * time.Second
 	o.PageSize = 2
-	o.Slice = &Slice{ID: 0, Max: 1}
+	o.Slice = &Slice{ID: 1, Max: 2}
 	o.Source = json.RawMessage(`["n"]`)
 	o.Query = json.RawMessage(`{ "term": {"x": 1} }`)
 	// A long sort value past 2^53 must travel verbatim.
@@ -203,7 +203,7 @@ func TestRequestShape(t *testing.T) {
 	if b["size"] != 2.0 || b["version"] != true || b["seq_no_primary_term"] != true || b["track_total_hits"] != false {
 		t.Errorf("body = %v", b)
 	}
-	if fmt.Sprint(b["slice"]) != "map[id:0 max:1]" || fmt.Sprint(b["_source"]) != "[n]" || fmt.Sprint(b["query"]) != "map[term:map[x:1]]" {
+	if fmt.Sprint(b["slice"]) != "map[id:1 max:2]" || fmt.Sprint(b["_source"]) != "[n]" || fmt.Sprint(b["query"]) != "map[term:map[x:1]]" {
 		t.Errorf("body = %v", b)
 	}
 	if fmt.Sprint(b["sort"]) != "[map[@timestamp:map[order:asc unmapped_type:date]] map[_id:map[order:asc]]]" {
@@ -213,6 +213,10 @@ func TestRequestShape(t *testing.T) {
 	raw := string(p.searchBodyFor(t, o.SearchAfter))
 	if !strings.Contains(raw, `"search_after":[-9223372036854775808,""]`) {
 		t.Errorf("search_after not verbatim: %s", raw)
+	}
+	p.cfg.Slice = &Slice{ID: 0, Max: 1}
+	if strings.Contains(string(p.searchBodyFor(t, nil)), "slice") {
+		t.Error("slice max 1 must not be sent (the server rejects it)")
 	}
 	if fc.paths[len(fc.paths)-1] != "DELETE /_search/point_in_time" {
 		t.Errorf("last request %s", fc.paths[len(fc.paths)-1])
@@ -1045,5 +1049,47 @@ func TestContextCancelIsNotSticky(t *testing.T) {
 	got = append(got, ids(readHits(t, p, nil).hits)...)
 	if !slices.Equal(got, wantIDs(300)) {
 		t.Fatalf("got %d", len(got))
+	}
+}
+
+func TestCloseOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		status     int
+		body       string
+		wantErr    bool
+		closed     int64
+		errs       int64
+		unconfirmd int64
+		deletes    int
+	}{
+		{"confirmed", 200, `{"pits":[{"successful":true,"pit_id":"x"}]}`, false, 1, 0, 0, 1},
+		{"contexts already gone", 200, `{"pits":[{"successful":false,"pit_id":"x"}]}`, false, 1, 0, 1, 1},
+		{"not found", 404, `{"error":{"type":"resource_not_found_exception","reason":"pit is not found"},"status":404}`, false, 1, 0, 0, 1},
+		{"server error retried", 500, `{"error":{"type":"exception","reason":"boom"},"status":500}`, true, 0, 1, 0, 4},
+		{"forbidden not retried", 403, `{"error":{"type":"security_exception","reason":"no permissions"},"status":403}`, true, 0, 1, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := newFakeCluster(t, 1, 1)
+			var s sleeper
+			p := mustOpen(t, opts(fc, &s))
+			var deletes atomic.Int32
+			fc.setHook(func(kind string, node int, body map[string]any, w http.ResponseWriter) bool {
+				if kind == "delete" {
+					deletes.Add(1)
+					writeJSON(w, tc.status, tc.body)
+					return true
+				}
+				return false
+			})
+			err := p.Close(context.Background())
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			st := p.Stats()
+			if st.PITsClosed != tc.closed || st.PITCloseErrors != tc.errs || st.PITDeletesUnconfirmed != tc.unconfirmd || int(deletes.Load()) != tc.deletes {
+				t.Errorf("stats %+v, %d deletes", st, deletes.Load())
+			}
+		})
 	}
 }
