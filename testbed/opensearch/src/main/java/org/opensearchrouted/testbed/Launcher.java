@@ -74,6 +74,11 @@ public final class Launcher {
             System.exit(2);
             return;
         }
+        // Before the node starts: Node.start() can block for a long time
+        // (discovery.initial_state_timeout) and an orphan must exit anyway.
+        if (Boolean.parseBoolean(one(flags, "watch-parent", "true"))) {
+            watchParent();
+        }
         Node node;
         try {
             node = start(flags);
@@ -100,9 +105,6 @@ public final class Launcher {
             closeQuietly(started);
             stop.countDown();
         }, "osr-shutdown"));
-        if (Boolean.parseBoolean(one(flags, "watch-parent", "true"))) {
-            watchParent(started);
-        }
         out.println(READY + " name=" + one(flags, "name", "") + " http=127.0.0.1:" + one(flags, "http-port", "")
             + " transport=127.0.0.1:" + one(flags, "transport-port", "") + " pid=" + ProcessHandle.current().pid());
     }
@@ -163,8 +165,10 @@ public final class Launcher {
     /**
      * Exits the JVM when the process that started it goes away: stdin reaches
      * EOF (the parent's pipe closed) or the parent pid changes (reparented).
+     * System.exit runs the shutdown hook (closing the node, once started); a
+     * halt follows after 5 s in case closing hangs.
      */
-    static void watchParent(Node node) {
+    static void watchParent() {
         long parent = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
         Thread stdin = new Thread(() -> {
             InputStream in = System.in;
@@ -176,7 +180,7 @@ public final class Launcher {
             } catch (IOException e) {
                 // Treated like EOF.
             }
-            die(node, "stdin closed");
+            die("stdin closed");
         }, "osr-stdin-watch");
         stdin.setDaemon(true);
         stdin.start();
@@ -189,7 +193,7 @@ public final class Launcher {
                 }
                 long now = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
                 if (now != parent) {
-                    die(node, "parent " + parent + " gone");
+                    die("parent " + parent + " gone");
                 }
             }
         }, "osr-parent-watch");
@@ -197,7 +201,7 @@ public final class Launcher {
         ppid.start();
     }
 
-    static void die(Node node, String why) {
+    static void die(String why) {
         System.err.println("osr launcher: " + why + ", exiting");
         Thread halt = new Thread(() -> {
             try {
