@@ -220,7 +220,7 @@ func TestDecodeReuse(t *testing.T) {
 }
 
 // FuzzDecode: arbitrary input never panics, DecodeValue accepts exactly what
-// encoding/json accepts (numbers beyond float64 aside), and a document
+// encoding/json accepts, and a document
 // DecodeLog/DecodeSpan accepts re-encodes to something they accept again.
 func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"testdata/log.json", "testdata/span.json", "testdata/contrib-samples.ndjson"} {
@@ -237,7 +237,7 @@ func FuzzDecode(f *testing.F) {
 		err := DecodeValue(src, pcommon.NewValueEmpty())
 		var v any
 		jerr := json.Unmarshal(src, &v)
-		if (err == nil) != (jerr == nil) && !strings.Contains(jerr.Error()+"", "cannot unmarshal number") {
+		if (err == nil) != (jerr == nil) {
 			t.Fatalf("DecodeValue: %v, encoding/json: %v", err, jerr)
 		}
 		if rl, sl, lr, err := tryLog(string(src)); err == nil {
