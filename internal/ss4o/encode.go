@@ -129,10 +129,11 @@ func appendLogFields(dst []byte, lr plog.LogRecord) []byte {
 func appendSpanFields(dst []byte, span ptrace.Span) []byte {
 	start, end := uint64(span.StartTimestamp()), uint64(span.EndTimestamp())
 	dst = append(dst, `{"@timestamp":`...)
+	mark := len(dst)
 	dst = appendTime(dst, start)
 	if start != 0 {
 		dst = append(dst, `,"startTime":`...)
-		dst = appendTime(dst, start)
+		dst = append(dst, dst[mark:len(dst)-len(`,"startTime":`)]...)
 	}
 	if end != 0 {
 		dst = append(dst, `,"endTime":`...)
