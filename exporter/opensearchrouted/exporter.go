@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
@@ -41,6 +42,7 @@ type osExporter struct {
 
 	router *routing.Router
 	client *bulk.Client
+	http   *http.Client
 	tel    *telemetry
 
 	calls   sync.Pool // *call
@@ -84,6 +86,7 @@ func (e *osExporter) start(ctx context.Context, host component.Host) error {
 	if err != nil {
 		return err
 	}
+	e.http = httpClient
 	e.client = &bulk.Client{HTTP: httpClient}
 	if e.cfg.InstallTemplates {
 		if err := installTemplates(ctx, httpClient, e.cfg.seeds(), e.signal); err != nil {
@@ -106,6 +109,9 @@ func (e *osExporter) shutdown(context.Context) error {
 	}
 	if e.router != nil {
 		e.router.Close()
+	}
+	if e.http != nil {
+		e.http.CloseIdleConnections()
 	}
 	return err
 }

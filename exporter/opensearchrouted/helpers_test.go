@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -216,3 +218,7 @@ func attrsMatch(kvs []attributeKV, match map[string]string) bool {
 }
 
 type attributeKV = attribute.KeyValue
+
+func exportertestSettings() exporter.Settings { return exportertest.NewNopSettings(metadata.Type) }
+
+func nopHost() component.Host { return componenttest.NewNopHost() }
