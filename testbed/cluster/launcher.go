@@ -197,9 +197,14 @@ func buildLauncher(ctx context.Context, version, javaHome string, logf func(stri
 		logf("cluster: building OpenSearch %s launcher into %s", version, final)
 	}
 	start := time.Now()
+	release := "17"
+	if isMajor3OrLater(version) {
+		release = "21" // 3.x jars are Java 21 class files
+	}
 	cmd := exec.CommandContext(ctx, mvn, "-B", "-q", "package",
 		"-f", filepath.Join(src, "pom.xml"),
 		"-Dopensearch.version="+version,
+		"-Dmaven.compiler.release="+release,
 		"-Dlauncher.out="+tmp)
 	cmd.Env = os.Environ()
 	if home != "" {

@@ -3,6 +3,9 @@ package org.opensearchrouted.testbed;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
+import java.lang.reflect.Constructor;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Type;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -16,12 +19,13 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import org.opensearch.Version;
 import org.opensearch.common.settings.Settings;
 import org.opensearch.env.Environment;
 import org.opensearch.node.InternalSettingsPreparer;
 import org.opensearch.node.Node;
 import org.opensearch.plugins.Plugin;
-import org.opensearch.transport.Netty4Plugin;
+import org.opensearch.plugins.PluginInfo;
 
 /**
  * Starts one real OpenSearch node in this JVM, configured from command-line
@@ -57,11 +61,53 @@ public final class Launcher {
 
     private Launcher() {}
 
-    /** A node with the plugins found on the classpath (the Netty4 module). */
-    static final class ClasspathNode extends Node {
-        ClasspathNode(Environment env, Collection<Class<? extends Plugin>> plugins) {
-            super(env, plugins, true);
+    /** The Netty4 module's plugin class: 3.x renamed it. */
+    static final String[] NETTY_PLUGINS = {
+        "org.opensearch.transport.Netty4ModulePlugin", // 3.x
+        "org.opensearch.transport.Netty4Plugin", // 2.x
+    };
+
+    /**
+     * Builds a node with classpath plugins through Node's protected
+     * constructor (Environment, Collection, boolean). Its collection holds
+     * plugin classes in 2.x and PluginInfo records in 3.x: the generic
+     * parameter type tells which.
+     */
+    static Node newNode(Environment env, List<Class<? extends Plugin>> plugins) throws Exception {
+        Constructor<Node> ctor = Node.class.getDeclaredConstructor(Environment.class, Collection.class, boolean.class);
+        ctor.setAccessible(true);
+        Type param = ctor.getGenericParameterTypes()[1];
+        Collection<Object> arg = new ArrayList<>();
+        if (param.getTypeName().contains("PluginInfo")) {
+            String javaVersion = System.getProperty("java.specification.version");
+            for (Class<? extends Plugin> p : plugins) {
+                arg.add(new PluginInfo(p.getName(), "classpath plugin", "NA", Version.CURRENT, javaVersion, p.getName(),
+                    Collections.emptyList(), false));
+            }
+        } else {
+            arg.addAll(plugins);
         }
+        try {
+            return ctor.newInstance(env, arg, true);
+        } catch (InvocationTargetException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof Exception) {
+                throw (Exception) cause;
+            }
+            throw e;
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    static Class<? extends Plugin> nettyPlugin() throws ClassNotFoundException {
+        for (String name : NETTY_PLUGINS) {
+            try {
+                return (Class<? extends Plugin>) Class.forName(name);
+            } catch (ClassNotFoundException e) {
+                // try the next name
+            }
+        }
+        throw new ClassNotFoundException("no Netty4 plugin class on the classpath: " + String.join(", ", NETTY_PLUGINS));
     }
 
     public static void main(String[] args) {
@@ -156,8 +202,8 @@ public final class Launcher {
 
         Environment env = InternalSettingsPreparer.prepareEnvironment(b.build(), Collections.emptyMap(), config, () -> name);
         List<Class<? extends Plugin>> plugins = new ArrayList<>();
-        plugins.add(Netty4Plugin.class);
-        Node node = new ClasspathNode(env, plugins);
+        plugins.add(nettyPlugin());
+        Node node = newNode(env, plugins);
         node.start();
         return node;
     }
