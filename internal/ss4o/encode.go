@@ -33,7 +33,8 @@ func AppendSpan(dst []byte, res pcommon.Resource, scope pcommon.InstrumentationS
 // scope (a ScopeLogs or ScopeSpans). Reset encodes the shared part once; each
 // Append copies it. The zero value encodes an empty resource and scope.
 // An Encoder is not safe for concurrent use; its output is byte-identical to
-// AppendLog/AppendSpan when the schema URLs are empty.
+// AppendLog/AppendSpan when the schema URLs are empty. Reset again after
+// changing the resource or scope: the encoded copy is not updated.
 type Encoder struct {
 	origin []byte // encoded ,"resource":…,"instrumentationScope":… fields
 }
@@ -334,7 +335,7 @@ func appendAttributes(dst []byte, key string, m pcommon.Map) []byte {
 
 // smallMap is the number of keys up to which repeated keys are found by
 // comparing with the keys already written, without allocating.
-const smallMap = 16
+const smallMap = 32
 
 // appendMap writes m as a JSON object. JSON objects must not repeat a key
 // (OpenSearch rejects such documents), so only the first occurrence of a key

@@ -413,6 +413,13 @@ func TestAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { buf = e.AppendLog(buf[:0], lr) }); n != 0 {
 		t.Errorf("Encoder.AppendLog: %v allocs", n)
 	}
+	wide := plog.NewLogRecord()
+	for i := range smallMap {
+		wide.Attributes().PutInt("attribute."+string(rune('a'+i)), int64(i))
+	}
+	if n := testing.AllocsPerRun(100, func() { buf = e.AppendLog(buf[:0], wide) }); n != 0 {
+		t.Errorf("Encoder.AppendLog with %d attributes: %v allocs", smallMap, n)
+	}
 	rs, ss, sp := typicalSpan()
 	if n := testing.AllocsPerRun(100, func() { buf = AppendSpan(buf[:0], rs.Resource(), ss.Scope(), sp) }); n != 0 {
 		t.Errorf("AppendSpan: %v allocs", n)
