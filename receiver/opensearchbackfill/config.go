@@ -1,0 +1,363 @@
+package opensearchbackfill
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configretry"
+
+	"github.com/opensearchrouted/opensearchrouted/internal/pit"
+)
+
+// Signals and modes.
+const (
+	SignalLogs   = "logs"
+	SignalTraces = "traces"
+
+	// ModeOnce reads every slice to its end, then stays idle (reported
+	// through component status).
+	ModeOnce = "once"
+	// ModeFollow reads to the end, then polls every poll_interval for
+	// documents that sort after the last cursor.
+	ModeFollow = "follow"
+)
+
+// Config is the receiver's configuration.
+type Config struct {
+	// ClientConfig is the collector's HTTP client configuration: TLS, auth
+	// extensions, headers, compression, proxy, timeout (per request,
+	// default 60s), and a single `endpoint`.
+	confighttp.ClientConfig `mapstructure:",squash"`
+
+	// Endpoints are seed URLs of the cluster (default: `endpoint`).
+	Endpoints []string `mapstructure:"endpoints"`
+
+	// Indices are the index names, patterns or data streams to read.
+	// Required.
+	Indices []string `mapstructure:"indices"`
+	// Query is a JSON query object (default: match_all). Combined with
+	// start_time/end_time in a bool filter when those are set.
+	Query string `mapstructure:"query"`
+	// TimeField is the date field start_time and end_time apply to
+	// (default "@timestamp").
+	TimeField string `mapstructure:"time_field"`
+	// StartTime (inclusive) and EndTime (exclusive) bound TimeField; RFC
+	// 3339 timestamps. Empty means unbounded.
+	StartTime string `mapstructure:"start_time"`
+	EndTime   string `mapstructure:"end_time"`
+	// Sort is a JSON sort array, stable across points in time and ending in
+	// a unique tiebreaker (default: @timestamp then _id, ascending).
+	Sort string `mapstructure:"sort"`
+
+	// PageSize is the number of documents per search (default 1000).
+	PageSize int `mapstructure:"page_size"`
+	// Slices is the number of parallel PIT slices (default 1, no slicing).
+	Slices int `mapstructure:"slices"`
+	// KeepAlive of each point in time, renewed by every search (default 5m).
+	KeepAlive time.Duration `mapstructure:"keep_alive"`
+	// MaxRecreateAttempts bounds the recreations of a lost PIT per slice
+	// and per read (default 3; negative: never recreate, context loss fails
+	// the slice).
+	MaxRecreateAttempts int `mapstructure:"max_recreate_attempts"`
+	// DedupWindow is the number of recently emitted documents remembered
+	// per slice to skip duplicates after a PIT recreation (default 32768;
+	// negative: no deduplication, emit everything).
+	DedupWindow int `mapstructure:"dedup_window"`
+
+	// Signal is what the documents become: logs (default) or traces.
+	Signal string `mapstructure:"signal"`
+	// Mode is once (default) or follow.
+	Mode string `mapstructure:"mode"`
+	// PollInterval is the wait between two reads in follow mode (default 30s).
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// MaxDocumentsPerSecond caps the documents handed to the pipeline per
+	// second, all slices together (default 0: unlimited).
+	MaxDocumentsPerSecond float64 `mapstructure:"max_documents_per_second"`
+
+	// Storage is the id of a storage extension. When set, every slice's
+	// cursor is saved after each page the pipeline accepted, and a
+	// restarted collector resumes from it (default: none, start over).
+	Storage *component.ID `mapstructure:"storage"`
+
+	// RetryOnFailure is how a page the pipeline refused with a retryable
+	// error is retried (default: enabled, 1s initial, 30s max interval, no
+	// max elapsed time). Disabled: the first refusal fails the slice. When
+	// max_elapsed_time runs out, the slice fails; its checkpoint stays
+	// before the refused page.
+	RetryOnFailure configretry.BackOffConfig `mapstructure:"retry_on_failure"`
+
+	Discovery DiscoveryConfig `mapstructure:"discovery"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// DiscoveryConfig controls topology discovery, used to send reads to nodes
+// holding copies of the indices' shards.
+type DiscoveryConfig struct {
+	// Enabled discovers the cluster's nodes and shard copies (default
+	// true). false: reads rotate over the configured endpoints.
+	Enabled bool `mapstructure:"enabled"`
+	// RefreshInterval between topology refreshes (default 30s).
+	RefreshInterval time.Duration `mapstructure:"refresh_interval"`
+}
+
+func createDefaultConfig() *Config {
+	httpCfg := confighttp.NewDefaultClientConfig()
+	httpCfg.Timeout = time.Minute
+	retry := configretry.NewDefaultBackOffConfig()
+	retry.InitialInterval = time.Second
+	retry.MaxInterval = 30 * time.Second
+	retry.MaxElapsedTime = 0
+	return &Config{
+		ClientConfig:        httpCfg,
+		TimeField:           "@timestamp",
+		PageSize:            pit.DefaultPageSize,
+		Slices:              1,
+		KeepAlive:           pit.DefaultKeepAlive,
+		MaxRecreateAttempts: pit.DefaultMaxRecreateAttempts,
+		DedupWindow:         pit.DefaultDedupWindow,
+		Signal:              SignalLogs,
+		Mode:                ModeOnce,
+		PollInterval:        30 * time.Second,
+		RetryOnFailure:      retry,
+		Discovery:           DiscoveryConfig{Enabled: true, RefreshInterval: 30 * time.Second},
+	}
+}
+
+// seeds returns the configured endpoints: endpoints, else endpoint.
+func (c *Config) seeds() []string {
+	if len(c.Endpoints) > 0 {
+		return c.Endpoints
+	}
+	if c.Endpoint != "" {
+		return []string{c.Endpoint}
+	}
+	return nil
+}
+
+// Validate checks the configuration; every error names the key.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	seeds := c.seeds()
+	if len(seeds) == 0 {
+		add("endpoints: at least one endpoint is required (endpoints: [http://host:9200] or endpoint: http://host:9200)")
+	}
+	if len(c.Endpoints) > 0 && c.Endpoint != "" {
+		add("endpoint and endpoints: set one of them, not both")
+	}
+	scheme := ""
+	for _, s := range seeds {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("endpoints: %q is not an http:// or https:// URL", s)
+			continue
+		}
+		if u.User != nil {
+			add("endpoints: an endpoint carries credentials in the URL; use an auth extension or headers")
+		}
+		if scheme != "" && u.Scheme != scheme {
+			add("endpoints: all endpoints must use the same scheme (found %s and %s)", scheme, u.Scheme)
+		}
+		scheme = u.Scheme
+	}
+	if len(c.Indices) == 0 {
+		add("indices: at least one index, pattern or data stream is required")
+	}
+	for _, ix := range c.Indices {
+		if ix == "" || strings.ContainsAny(ix, ",/\\#\" \t\r\n") {
+			add("indices: %q is empty or has a character not allowed in an index name", ix)
+		}
+	}
+	if c.Query != "" {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(c.Query), &m); err != nil {
+			add("query: must be a JSON object: %v", err)
+		} else if len(m) == 0 {
+			add("query: the JSON object is empty; leave query unset for match_all")
+		}
+	}
+	var start, end time.Time
+	for _, f := range []struct {
+		key string
+		v   string
+		t   *time.Time
+	}{{"start_time", c.StartTime, &start}, {"end_time", c.EndTime, &end}} {
+		if f.v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, f.v)
+		if err != nil {
+			add("%s: %q is not an RFC 3339 timestamp (e.g. 2026-01-02T15:04:05Z)", f.key, f.v)
+		}
+		*f.t = t
+	}
+	if !start.IsZero() && !end.IsZero() && !end.After(start) {
+		add("end_time: must be after start_time")
+	}
+	if (c.StartTime != "" || c.EndTime != "") && c.TimeField == "" {
+		add("time_field: required with start_time or end_time")
+	}
+	if c.PageSize < 1 || c.PageSize > 10000 {
+		add("page_size: must be between 1 and 10000 (index.max_result_window), got %d", c.PageSize)
+	}
+	if c.Slices < 1 || c.Slices > 1024 {
+		add("slices: must be between 1 and 1024, got %d", c.Slices)
+	}
+	if c.KeepAlive < time.Second {
+		add("keep_alive: must be at least 1s, got %v", c.KeepAlive)
+	}
+	if c.MaxRecreateAttempts == 0 {
+		add("max_recreate_attempts: 0 is ambiguous; use a positive number, or a negative one to disable recreation")
+	}
+	if c.DedupWindow == 0 {
+		add("dedup_window: 0 is ambiguous; use a positive size, or a negative one to disable deduplication")
+	}
+	switch c.Signal {
+	case SignalLogs, SignalTraces:
+	default:
+		add("signal: %q is not one of logs, traces", c.Signal)
+	}
+	switch c.Mode {
+	case ModeOnce:
+	case ModeFollow:
+		if c.PollInterval <= 0 {
+			add("poll_interval: must be positive in follow mode, got %v", c.PollInterval)
+		}
+	default:
+		add("mode: %q is not one of once, follow", c.Mode)
+	}
+	if c.MaxDocumentsPerSecond < 0 {
+		add("max_documents_per_second: must not be negative (0 = unlimited), got %v", c.MaxDocumentsPerSecond)
+	}
+	if c.Discovery.Enabled && c.Discovery.RefreshInterval <= 0 {
+		add("discovery.refresh_interval: must be positive, got %v", c.Discovery.RefreshInterval)
+	}
+	if c.Timeout < 0 {
+		add("timeout: must not be negative, got %v", c.Timeout)
+	}
+	if err := c.RetryOnFailure.Validate(); err != nil {
+		add("retry_on_failure: %v", err)
+	}
+	// The paginator's own checks (sort shape and tiebreaker, stable sort
+	// fields), without touching the network.
+	if len(errs) == 0 {
+		if err := c.checkPaginatorOptions(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkPaginatorOptions runs pit.Open's validation with a selector that
+// offers no node, so that nothing is sent: a *pit.ConfigError is a bad
+// option, pit.ErrNoNode means the options are valid.
+func (c *Config) checkPaginatorOptions() error {
+	o, err := c.pitOptions()
+	if err != nil {
+		return err
+	}
+	o.Selector = noNode{}
+	o.MaxRetries = -1
+	_, err = pit.Open(context.Background(), o)
+	var ce *pit.ConfigError
+	switch {
+	case errors.As(err, &ce):
+		return fmt.Errorf("%s: %s", configKey(ce.Field), ce.Msg)
+	case err == nil || errors.Is(err, pit.ErrNoNode):
+		return nil
+	}
+	return err
+}
+
+// configKey maps a pit.Options field to this receiver's key.
+func configKey(field string) string {
+	switch field {
+	case "Sort":
+		return "sort"
+	case "Query":
+		return "query"
+	case "Indices":
+		return "indices"
+	case "PageSize":
+		return "page_size"
+	case "KeepAlive":
+		return "keep_alive"
+	case "Slice":
+		return "slices"
+	}
+	return strings.ToLower(field)
+}
+
+type noNode struct{}
+
+func (noNode) ReadNode([]string, func(string) bool) (string, bool) { return "", false }
+
+// pitOptions are the paginator options every slice shares.
+func (c *Config) pitOptions() (pit.Options, error) {
+	q, err := c.query()
+	if err != nil {
+		return pit.Options{}, err
+	}
+	o := pit.Options{
+		Indices:             c.Indices,
+		Query:               q,
+		PageSize:            c.PageSize,
+		KeepAlive:           c.KeepAlive,
+		MaxRecreateAttempts: c.MaxRecreateAttempts,
+		DedupWindow:         c.DedupWindow,
+	}
+	if c.Sort != "" {
+		o.Sort = json.RawMessage(c.Sort)
+	}
+	return o, nil
+}
+
+// query combines query and the time range.
+func (c *Config) query() (json.RawMessage, error) {
+	if c.StartTime == "" && c.EndTime == "" {
+		if c.Query == "" {
+			return nil, nil
+		}
+		return json.RawMessage(c.Query), nil
+	}
+	rng := map[string]string{}
+	if c.StartTime != "" {
+		rng["gte"] = c.StartTime
+	}
+	if c.EndTime != "" {
+		rng["lt"] = c.EndTime
+	}
+	filter := []any{map[string]any{"range": map[string]any{c.TimeField: rng}}}
+	if c.Query != "" {
+		filter = append([]any{json.RawMessage(c.Query)}, filter...)
+	}
+	b, err := json.Marshal(map[string]any{"bool": map[string]any{"filter": filter}})
+	if err != nil {
+		return nil, fmt.Errorf("query: %w", err)
+	}
+	return b, nil
+}
+
+// fingerprint identifies what a checkpoint was taken for: a checkpoint of
+// another read (other indices, query, sort or slice count) is not resumed.
+func (c *Config) fingerprint() string {
+	q, _ := c.query()
+	b, _ := json.Marshal([]any{c.Indices, json.RawMessage(orNull(q)), c.Sort, c.Slices, c.Signal})
+	return string(b)
+}
+
+func orNull(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte("null")
+	}
+	return b
+}
