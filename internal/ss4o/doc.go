@@ -25,7 +25,7 @@
 //
 // # Span documents
 //
-//	@timestamp                      start time. Always present.
+//	@timestamp                      start time (1970-01-01T00:00:00Z when 0). Always present.
 //	startTime, endTime              start and end time
 //	traceId, spanId, parentSpanId   lower-case hex
 //	traceState                      W3C trace state string
