@@ -56,6 +56,8 @@ type osErr struct {
 	status      int
 	typ, reason string
 	index       string
+	uuid        string // index_uuid; "_na_" when empty and index is set
+	resType     string // resource.type of index_not_found_exception
 }
 
 func (e *osErr) Error() string { return e.typ + ": " + e.reason }
@@ -84,7 +86,10 @@ func (q *request) handleBulk(defIndex string) {
 	n.st.itemsReceived.Add(int64(len(items)))
 	n.c.resolveItems(items)
 	n.executeItems(q.r.Context(), items)
-	q.reply(200, appendBulkResponse(make([]byte, 0, 64+len(items)*200), items, time.Since(start)))
+	// refresh=true (or bare ?refresh) forces a refresh, which the response
+	// reports per item; the emulator's documents are always visible.
+	forced := q.q.Has("refresh") && (q.q.Get("refresh") == "" || q.q.Get("refresh") == "true")
+	q.reply(200, appendBulkResponse(make([]byte, 0, 64+len(items)*200), items, time.Since(start), forced))
 }
 
 // parseBulk splits an NDJSON bulk body into items.
@@ -740,7 +745,7 @@ func (q *request) handleInternalReplica() {
 }
 
 // appendBulkResponse writes the bulk response, items in request order.
-func appendBulkResponse(b []byte, items []*bulkItem, took time.Duration) []byte {
+func appendBulkResponse(b []byte, items []*bulkItem, took time.Duration, forcedRefresh bool) []byte {
 	errs := false
 	for _, it := range items {
 		if it.res.errType != "" {
@@ -777,7 +782,11 @@ func appendBulkResponse(b []byte, items []*bulkItem, took time.Duration) []byte 
 			b = strconv.AppendInt(b, r.version, 10)
 			b = append(b, `,"result":"`...)
 			b = append(b, r.result...)
-			b = append(b, `","_shards":{"total":`...)
+			b = append(b, '"')
+			if forcedRefresh {
+				b = append(b, `,"forced_refresh":true`...)
+			}
+			b = append(b, `,"_shards":{"total":`...)
 			b = strconv.AppendInt(b, int64(r.total), 10)
 			b = append(b, `,"successful":`...)
 			b = strconv.AppendInt(b, int64(r.ok), 10)

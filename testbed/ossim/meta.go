@@ -130,7 +130,7 @@ func (c *Cluster) createIndexLocked(name string, s map[string]string, ds string)
 		return nil, e
 	}
 	if old := c.indices[name]; old != nil {
-		return nil, &osErr{status: 400, typ: "resource_already_exists_exception", reason: "index [" + name + "/" + old.uuid + "] already exists", index: name}
+		return nil, &osErr{status: 400, typ: "resource_already_exists_exception", reason: "index [" + name + "/" + old.uuid + "] already exists", index: name, uuid: old.uuid}
 	}
 	if c.dataStreams[name] != nil {
 		return nil, &osErr{status: 400, typ: "illegal_argument_exception", reason: "index [" + name + "] conflicts with data stream", index: name}
@@ -265,12 +265,27 @@ func (q *request) handleCreateIndex(name string) {
 	q.reply(200, []byte(`{"acknowledged":true,"shards_acknowledged":true,"index":`+string(appendStr(nil, name))+`}`))
 }
 
+// failE replies with e. Errors about an index carry index and
+// index_uuid, and index_not_found_exception also resource.type and
+// resource.id, as OpenSearch 2.19 does.
 func (q *request) failE(e *osErr) {
-	if e.index != "" {
-		q.fail(e.status, e.typ, e.reason, "index", e.index)
+	if e.index == "" {
+		q.fail(e.status, e.typ, e.reason)
 		return
 	}
-	q.fail(e.status, e.typ, e.reason)
+	uuid := e.uuid
+	if uuid == "" {
+		uuid = "_na_"
+	}
+	extra := []string{"index", e.index, "index_uuid", uuid}
+	if e.typ == "index_not_found_exception" {
+		rt := e.resType
+		if rt == "" {
+			rt = "index_or_alias"
+		}
+		extra = append(extra, "resource.type", rt, "resource.id", e.index)
+	}
+	q.fail(e.status, e.typ, e.reason, extra...)
 }
 
 func notFound(name string) *osErr {
@@ -667,7 +682,7 @@ func (q *request) handleGetDataStream(name string) {
 	}
 	sort.Strings(names)
 	if len(names) == 0 && !strings.Contains(name, "*") {
-		q.fail(404, "resource_not_found_exception", "data_stream matching ["+name+"] not found")
+		q.failE(notFound(name))
 		return
 	}
 	list := []any{}

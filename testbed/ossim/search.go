@@ -185,11 +185,17 @@ func (v *docView) values(path string) []scalar {
 
 type query func(*docView) bool
 
-type queryError struct{ reason string }
+// queryError is a bad search request. unknown names a query type that
+// does not exist; sortField names a field that cannot be sorted on.
+type queryError struct {
+	reason    string
+	unknown   string
+	sortField string
+}
 
 func (e *queryError) Error() string { return e.reason }
 
-func qerr(format string, a ...any) error { return &queryError{fmt.Sprintf(format, a...)} }
+func qerr(format string, a ...any) error { return &queryError{reason: fmt.Sprintf(format, a...)} }
 
 // compileQuery turns a query DSL object into a predicate.
 func compileQuery(v any) (query, error) {
@@ -396,7 +402,7 @@ func compileQuery(v any) (query, error) {
 				return n >= msm
 			}, nil
 		default:
-			return nil, qerr("unknown query [%s]", kind)
+			return nil, &queryError{reason: "unknown query [" + kind + "]", unknown: kind}
 		}
 	}
 	return nil, qerr("[query] malformed query")
@@ -457,7 +463,7 @@ func parseSort(v any) ([]sortField, error) {
 		switch x := e.(type) {
 		case string:
 			if x == "_shard_doc" {
-				return nil, qerr("No mapping found for [_shard_doc] in order to sort on")
+				return nil, &queryError{reason: "No mapping found for [_shard_doc] in order to sort on", sortField: x}
 			}
 			out = append(out, sortField{field: x, desc: x == "_score"})
 		case map[string]any:
@@ -472,7 +478,7 @@ func parseSort(v any) ([]sortField, error) {
 					}
 				}
 				if f == "_shard_doc" {
-					return nil, qerr("No mapping found for [_shard_doc] in order to sort on")
+					return nil, &queryError{reason: "No mapping found for [_shard_doc] in order to sort on", sortField: f}
 				}
 				out = append(out, sf)
 			}
@@ -699,7 +705,7 @@ func (q *request) handleSearch(expr string) {
 	}
 	sr, err := parseSearch(body, q.q)
 	if err != nil {
-		q.fail(400, "parsing_exception", err.Error())
+		q.failQuery(err, expr)
 		return
 	}
 	c := q.n.c
@@ -847,6 +853,52 @@ func (q *request) handleSearch(expr string) {
 
 // failureStatus is the HTTP status of "all shards failed": that of the
 // failures' exception (404 for lost contexts, 503 for no copy, else 500).
+// failQuery answers a bad search request in OpenSearch 2.19's shapes: an
+// unknown query is a parsing_exception (with line, col and caused_by
+// named_object_not_found_exception); an unsortable field fails in the
+// can_match phase with a query_shard_exception per (grouped) shard.
+func (q *request) failQuery(err error, expr string) {
+	qe, ok := err.(*queryError)
+	switch {
+	case ok && qe.unknown != "":
+		cause := map[string]any{"type": "parsing_exception", "reason": qe.reason, "line": 1, "col": 1}
+		e := map[string]any{"root_cause": []any{cause}, "type": "parsing_exception", "reason": qe.reason, "line": 1, "col": 1,
+			"caused_by": map[string]any{"type": "named_object_not_found_exception", "reason": "[1:1] unknown field [" + qe.unknown + "]"}}
+		q.replyJSON(400, map[string]any{"error": e, "status": 400})
+	case ok && qe.sortField != "":
+		c := q.n.c
+		c.mu.RLock()
+		ims, _ := c.resolveIndicesLocked(expr)
+		c.mu.RUnlock()
+		name, uuid := "", "_na_"
+		if len(ims) > 0 {
+			name, uuid = ims[0].name, ims[0].uuid
+		}
+		cause := map[string]any{"type": "query_shard_exception", "reason": qe.reason, "index": name, "index_uuid": uuid}
+		e := map[string]any{"root_cause": []any{cause}, "type": "search_phase_execution_exception", "reason": "all shards failed",
+			"phase": "can_match", "grouped": true, "caused_by": cause,
+			"failed_shards": []any{map[string]any{"shard": 0, "index": name, "node": q.n.id, "reason": cause}}}
+		q.replyJSON(400, map[string]any{"error": e, "status": 400})
+	default:
+		q.fail(400, "parsing_exception", err.Error())
+	}
+}
+
+// groupFailures keeps one failure per (index, type, reason), as
+// OpenSearch groups identical shard failures.
+func groupFailures(f []shardFailure) []shardFailure {
+	seen := map[string]bool{}
+	var out []shardFailure
+	for _, x := range f {
+		k := x.index + "\x00" + x.typ + "\x00" + x.reason
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 func failureStatus(f []shardFailure) int {
 	status := 0
 	for _, x := range f {
@@ -866,7 +918,7 @@ func failureStatus(f []shardFailure) int {
 
 func failuresJSON(failures []shardFailure) []any {
 	var out []any
-	for _, f := range failures {
+	for _, f := range groupFailures(failures) {
 		m := map[string]any{"shard": f.shard, "index": f.index, "reason": map[string]any{"type": f.typ, "reason": f.reason}}
 		if f.node != "" {
 			m["node"] = f.node
@@ -949,7 +1001,7 @@ func (q *request) handleCount(expr string) {
 	}
 	qq, err := compileQuery(body["query"])
 	if err != nil {
-		q.fail(400, "parsing_exception", err.Error())
+		q.failQuery(err, expr)
 		return
 	}
 	targets, failures, err := q.liveTargets(expr)
@@ -1003,7 +1055,9 @@ func (q *request) handleGetDoc(index, id string) {
 	im := c.indices[index]
 	if im == nil {
 		c.mu.RUnlock()
-		q.failE(notFound(index))
+		e := notFound(index)
+		e.resType = "index_expression"
+		q.failE(e)
 		return
 	}
 	shard, err := im.layout.Shard(id, q.q.Get("routing"))
