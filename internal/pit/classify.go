@@ -2,6 +2,7 @@ package pit
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 )
@@ -72,9 +73,9 @@ type errorJSON struct {
 type hitJSON struct {
 	Index       string            `json:"_index"`
 	ID          string            `json:"_id"`
-	Version     *int64            `json:"_version"`
-	SeqNo       *int64            `json:"_seq_no"`
-	PrimaryTerm *int64            `json:"_primary_term"`
+	Version     optInt            `json:"_version"`
+	SeqNo       optInt            `json:"_seq_no"`
+	PrimaryTerm optInt            `json:"_primary_term"`
 	Routing     string            `json:"_routing"`
 	Source      json.RawMessage   `json:"_source"`
 	Sort        []json.RawMessage `json:"sort"`
@@ -159,4 +160,43 @@ func splitFailures(fs []shardFailureJSON) (lost, other []ShardFailure) {
 		}
 	}
 	return lost, other
+}
+
+// optInt is an integer field that may be absent or null (then -1). It
+// decodes without allocating, unlike *int64.
+type optInt struct {
+	v  int64
+	ok bool
+}
+
+func (o *optInt) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return fmt.Errorf("pit: integer out of range: %q", b)
+	}
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return fmt.Errorf("pit: not an integer: %q", b)
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	o.v, o.ok = v, true
+	return nil
+}
+
+func (o optInt) value() int64 {
+	if !o.ok {
+		return -1
+	}
+	return o.v
 }

@@ -320,7 +320,7 @@ func (p *Paginator) fetch(ctx context.Context) (*Page, error) {
 			out     outcome
 			cause   error
 			lost    []ShardFailure
-			resp    searchResponse
+			resp    *searchResponse
 			noProbe bool
 		)
 		switch {
@@ -343,7 +343,7 @@ func (p *Paginator) fetch(ctx context.Context) (*Page, error) {
 			}
 			noProbe = status == http.StatusTooManyRequests
 		default:
-			if err := json.Unmarshal(data, &resp); err != nil {
+			if resp, err = decodeSearch(data); err != nil {
 				return nil, fmt.Errorf("pit: search on %s: undecodable response: %w", redact(node), err)
 			}
 			var other []ShardFailure
@@ -361,7 +361,7 @@ func (p *Paginator) fetch(ctx context.Context) (*Page, error) {
 				out, noProbe = outTransient, true
 				cause = fmt.Errorf("pit: search on %s timed out on the server (partial results discarded)", redact(node))
 			default:
-				return p.process(&resp, other)
+				return p.process(resp, other)
 			}
 		}
 		switch out {
@@ -429,7 +429,7 @@ func (p *Paginator) process(resp *searchResponse, failures []ShardFailure) (*Pag
 		h := &raw[i]
 		hit := Hit{
 			Index: h.Index, ID: h.ID, Routing: h.Routing,
-			Version: deref(h.Version), SeqNo: deref(h.SeqNo), PrimaryTerm: deref(h.PrimaryTerm),
+			Version: h.Version.value(), SeqNo: h.SeqNo.value(), PrimaryTerm: h.PrimaryTerm.value(),
 			Source: h.Source, Sort: h.Sort,
 		}
 		if p.win != nil {
@@ -447,13 +447,6 @@ func (p *Paginator) process(resp *searchResponse, failures []ShardFailure) (*Pag
 		pg.Hits = append(pg.Hits, hit)
 	}
 	return pg, nil
-}
-
-func deref(v *int64) int64 {
-	if v == nil {
-		return -1
-	}
-	return *v
 }
 
 func (p *Paginator) countFailures(fs []ShardFailure) {
@@ -478,8 +471,8 @@ func (p *Paginator) probe(ctx context.Context, pitID string) (outcome, []ShardFa
 		}
 		return outTransient, nil, he
 	}
-	var resp searchResponse
-	if err := json.Unmarshal(data, &resp); err != nil {
+	resp, err := decodeSearch(data)
+	if err != nil {
 		return outTransient, nil, fmt.Errorf("pit: probe on %s: undecodable response: %w", redact(node), err)
 	}
 	lost, _ := splitFailures(resp.Shards.Failures)

@@ -377,9 +377,12 @@ func TestClassifiesTotalLossByEveryPlace(t *testing.T) {
 		"root cause only": `{"error":{"root_cause":[` + cm + `],"type":"search_phase_execution_exception","reason":"all shards failed"},"status":404}`,
 		"failed shards":   `{"error":{"root_cause":[],"type":"search_phase_execution_exception","reason":"all shards failed","failed_shards":[{"shard":0,"index":"logs","node":"n1","reason":` + cm + `}]},"status":404}`,
 		"caused by":       `{"error":{"type":"search_phase_execution_exception","reason":"all shards failed","caused_by":` + cm + `},"status":404}`,
+		// Real 2.19: every context on a node that left the cluster.
+		"node left, 500":     `{"error":{"root_cause":[{"type":"illegal_state_exception","reason":"no node found for id: AbC"}],"type":"search_phase_execution_exception","reason":"all shards failed","phase":"query","grouped":true,"failed_shards":[{"shard":0,"index":"logs","node":null,"reason":{"type":"illegal_state_exception","reason":"no node found for id: AbC"}}]},"status":500}`,
+		"node not connected": `{"error":{"root_cause":[{"type":"node_not_connected_exception","reason":"[node-1][127.0.0.1:9301] Node not connected"}],"type":"search_phase_execution_exception","reason":"all shards failed"},"status":500}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			out, he, _ := classifyError("search", "http://u:secret@h:1", 404, []byte(body))
+			out, he, _ := classifyError("search", "http://u:secret@h:1", 500, []byte(body))
 			if out != outLost {
 				t.Fatalf("outcome %v", out)
 			}
@@ -393,11 +396,12 @@ func TestClassifiesTotalLossByEveryPlace(t *testing.T) {
 		body   string
 		want   outcome
 	}{
-		"index missing":   {404, `{"error":{"root_cause":[{"type":"index_not_found_exception","reason":"no such index [x]"}],"type":"index_not_found_exception","reason":"no such index [x]"},"status":404}`, outFatal},
-		"bad request":     {400, `{"error":{"type":"parsing_exception","reason":"bad"},"status":400}`, outFatal},
-		"circuit breaker": {429, `{"error":{"type":"circuit_breaking_exception","reason":"[parent] Data too large"},"status":429}`, outTransient},
-		"proxy 502":       {502, `<html>bad gateway</html>`, outTransient},
-		"all shards 503":  {503, `{"error":{"root_cause":[{"type":"no_such_shard","reason":"x"}],"type":"search_phase_execution_exception","reason":"all shards failed"},"status":503}`, outTransient},
+		"other illegal state": {500, `{"error":{"type":"illegal_state_exception","reason":"something else"},"status":500}`, outTransient},
+		"index missing":       {404, `{"error":{"root_cause":[{"type":"index_not_found_exception","reason":"no such index [x]"}],"type":"index_not_found_exception","reason":"no such index [x]"},"status":404}`, outFatal},
+		"bad request":         {400, `{"error":{"type":"parsing_exception","reason":"bad"},"status":400}`, outFatal},
+		"circuit breaker":     {429, `{"error":{"type":"circuit_breaking_exception","reason":"[parent] Data too large"},"status":429}`, outTransient},
+		"proxy 502":           {502, `<html>bad gateway</html>`, outTransient},
+		"all shards 503":      {503, `{"error":{"root_cause":[{"type":"no_such_shard","reason":"x"}],"type":"search_phase_execution_exception","reason":"all shards failed"},"status":503}`, outTransient},
 	}
 	for name, tc := range notLost {
 		t.Run(name, func(t *testing.T) {
@@ -1092,4 +1096,69 @@ func TestCloseOutcomes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkProcessPage decodes a 1000-hit search response (the hand
+// scanner against encoding/json into the same structs) and runs it through
+// dedup: the client-side cost per page, allocations per hit.
+func BenchmarkProcessPage(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"pit_id":"abc","took":3,"timed_out":false,"_shards":{"total":3,"successful":3,"skipped":0,"failed":0},"hits":{"hits":[`)
+	for i := range 1000 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"_index":"logs-2024.01.01","_id":"%s","_version":1,"_seq_no":%d,"_primary_term":1,"_score":null,`+
+			`"_source":{"@timestamp":"2024-01-01T00:00:00.%03dZ","body":"GET /api/v1/items 200","severity":{"text":"INFO","number":9},"attributes":{"http.method":"GET","http.status_code":200}},"sort":[%d,"%s"]}`,
+			autoID(i), i, i%1000, 1704067200000+int64(i), autoID(i))
+	}
+	sb.WriteString(`]}}`)
+	body := []byte(sb.String())
+	cfg, err := base().validate()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("scan-only", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		cpu := startCPU(b)
+		for i := 0; i < b.N; i++ {
+			if _, err := decodeSearch(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/hit")
+		b.ReportMetric(float64(cpu.stop())/float64(b.N*1000), "cpu-ns/hit")
+	})
+	b.Run("encoding-json-only", func(b *testing.B) { // baseline: encoding/json into the same structs
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		cpu := startCPU(b)
+		for i := 0; i < b.N; i++ {
+			var resp searchResponse
+			if err := json.Unmarshal(body, &resp); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/hit")
+		b.ReportMetric(float64(cpu.stop())/float64(b.N*1000), "cpu-ns/hit")
+	})
+	b.Run("scan+dedup", func(b *testing.B) {
+		p := &Paginator{cfg: cfg, ctr: cfg.Counters, win: newWindow(DefaultDedupWindow)}
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		cpu := startCPU(b)
+		for i := 0; i < b.N; i++ {
+			resp, err := decodeSearch(body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.done = false
+			if _, err := p.process(resp, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/hit")
+		b.ReportMetric(float64(cpu.stop())/float64(b.N*1000), "cpu-ns/hit")
+	})
 }
