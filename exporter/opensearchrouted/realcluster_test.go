@@ -1,0 +1,225 @@
+package opensearchrouted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer/consumererror"
+
+	"github.com/opensearchrouted/opensearchrouted/internal/routing"
+	"github.com/opensearchrouted/opensearchrouted/testbed/cluster"
+)
+
+// transportBytes sums rx+tx inter-node transport bytes over all nodes.
+func transportBytes(t *testing.T, base string) int64 {
+	t.Helper()
+	var st struct {
+		Nodes map[string]struct {
+			Transport struct {
+				Rx int64 `json:"rx_size_in_bytes"`
+				Tx int64 `json:"tx_size_in_bytes"`
+			} `json:"transport"`
+		} `json:"nodes"`
+	}
+	if code := httpJSON(t, "GET", base+"/_nodes/stats/transport", "", &st); code != 200 {
+		t.Fatalf("transport stats: HTTP %d", code)
+	}
+	var sum int64
+	for _, n := range st.Nodes {
+		sum += n.Transport.Rx + n.Transport.Tx
+	}
+	return sum
+}
+
+// exportAll pushes ld, resending what comes back for retry as the
+// collector's retry would, until it is all stored.
+func exportAll(t *testing.T, e *osExporter, from, n int) {
+	t.Helper()
+	err := e.pushLogs(context.Background(), makeLogs(from, n))
+	for tries := 0; err != nil; tries++ {
+		var le consumererror.Logs
+		if !errors.As(err, &le) || tries > 50 {
+			t.Fatalf("export %d..%d: %v", from, from+n, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		err = e.pushLogs(context.Background(), le.Data())
+	}
+}
+
+// TestRealCluster proves the exporter against real OpenSearch (3 nodes,
+// node 2 with a write pool of 1 thread and a queue of 2):
+//   - forwarding: inter-node transport bytes per document, routed vs
+//     round-robin, on an index of 3 primaries + 1 replica;
+//   - exactly once, by count and on resend;
+//   - Locate agrees with the server's own _search_shards;
+//   - 429s from the tiny queue: everything stored once, the window shrank;
+//   - a node killed mid-export and restarted: nothing lost or duplicated.
+func TestRealCluster(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{Nodes: 3, PerNode: []cluster.NodeOptions{{}, {}, {WriteThreads: 1, WriteQueueSize: 2}}})
+	base := c.Addr(0)
+
+	t.Run("forwarding", func(t *testing.T) {
+		perDoc := map[bool]float64{}
+		for _, routed := range []bool{true, false} {
+			index := fmt.Sprintf("fwd-%v", routed)
+			createIndex(t, base, index, 3, 1)
+			cfg := testConfig(c.Addrs())
+			cfg.LogsIndex = index
+			cfg.Routing.Enabled = routed
+			e, _ := startExporter(t, cfg, signalLogs)
+			exportAll(t, e, 0, 200) // learn the index
+			if routed {
+				waitRouted(t, e, index)
+			}
+			before := transportBytes(t, base)
+			for k := 0; k < 10; k++ {
+				exportAll(t, e, 1000+k*1000, 1000)
+			}
+			perDoc[routed] = float64(transportBytes(t, base)-before) / 10000
+			if got := count(t, base, index); got != 10200 {
+				t.Fatalf("%s: stored %d, want 10200", index, got)
+			}
+			exportAll(t, e, 1000, 1000) // a resend stores nothing new
+			if got := count(t, base, index); got != 10200 {
+				t.Fatalf("%s after a resend: stored %d", index, got)
+			}
+			if routed {
+				checkLocateAgainstServer(t, e, base, index)
+			}
+		}
+		ratio := perDoc[true] / perDoc[false]
+		t.Logf("inter-node transport bytes per document: routed %.0f, round-robin %.0f (ratio %.2f)", perDoc[true], perDoc[false], ratio)
+		if ratio > 0.70 {
+			t.Fatalf("routed moves %.0f%% of round-robin's transport bytes per document; want at most 70%%", 100*ratio)
+		}
+	})
+
+	t.Run("rejections", func(t *testing.T) {
+		createIndex(t, base, "tiny-queue", 3, 0)
+		burst := func(e *osExporter, from int) {
+			var wg sync.WaitGroup
+			for g := 0; g < 4; g++ {
+				wg.Add(1)
+				go func(g int) {
+					defer wg.Done()
+					exportAll(t, e, from+g*3000, 3000)
+				}(g)
+			}
+			wg.Wait()
+		}
+		rejectedBy := func(e *osExporter) (decreases uint64) {
+			for _, n := range e.router.Nodes() {
+				decreases += n.Window().Decreases()
+			}
+			return decreases
+		}
+		newExp := func(ceiling int) (*osExporter, func() int64) {
+			cfg := testConfig(c.Addrs())
+			cfg.LogsIndex = "tiny-queue"
+			cfg.Bulk.MaxBytes = 8 << 10
+			cfg.Bulk.MaxAttempts = 8
+			cfg.Routing.WindowCeiling = ceiling
+			e, reader := startExporter(t, cfg, signalLogs)
+			exportAll(t, e, from0(ceiling), 100)
+			waitRouted(t, e, "tiny-queue")
+			return e, func() int64 {
+				return sumMetric(t, reader, "otelcol.opensearchrouted.bulk_requests", map[string]string{"outcome": "rejected"})
+			}
+		}
+
+		// Discovered ceiling: node 2's window never exceeds its one write
+		// thread, so its queue of 2 never overflows: no 429 at all.
+		e, rejected := newExp(0)
+		burst(e, 10000)
+		if d, r := rejectedBy(e), rejected(); d != 0 || r != 0 {
+			t.Fatalf("with the discovered ceiling: %d window decreases, %d rejected sub-bulks; want none", d, r)
+		}
+
+		// A ceiling forced far above the pool: 429s happen, the window
+		// shrinks, retries back off, and every record is stored once.
+		e, rejected = newExp(16)
+		burst(e, 30000)
+		d, r := rejectedBy(e), rejected()
+		t.Logf("forced ceiling 16: window decreases %d, rejected sub-bulks %d", d, r)
+		if d == 0 || r == 0 {
+			t.Fatalf("no 429 reached the windows (decreases %d, rejected sub-bulks %d)", d, r)
+		}
+		if got := count(t, base, "tiny-queue"); got != 24200 {
+			t.Fatalf("stored %d, want 24200", got)
+		}
+	})
+
+	t.Run("node killed and restarted", func(t *testing.T) {
+		createIndex(t, base, "kill", 3, 1)
+		if err := c.WaitHealth(context.Background(), "green"); err != nil {
+			t.Fatal(err)
+		}
+		cfg := testConfig(c.Addrs())
+		cfg.LogsIndex = "kill"
+		cfg.Timeout = 10 * time.Second
+		e, _ := startExporter(t, cfg, signalLogs)
+		exportAll(t, e, 0, 1000)
+		waitRouted(t, e, "kill")
+		total := 1000
+		for k := 1; k <= 8; k++ {
+			if k == 3 {
+				if err := c.Kill(1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if k == 6 {
+				if err := c.Restart(1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			exportAll(t, e, k*1000, 1000)
+			total += 1000
+		}
+		if got := count(t, base, "kill"); got != total {
+			t.Fatalf("stored %d, want %d", got, total)
+		}
+	})
+}
+
+func from0(ceiling int) int { return 1_000_000 + ceiling*1000 }
+
+// checkLocateAgainstServer compares, for a sample of ids, the node Locate
+// names with the primary's node that _search_shards?routing=<id> reports.
+func checkLocateAgainstServer(t *testing.T, e *osExporter, base, index string) {
+	t.Helper()
+	var nodes struct {
+		Nodes map[string]struct {
+			Name string `json:"name"`
+		} `json:"nodes"`
+	}
+	httpJSON(t, "GET", base+"/_nodes/http", "", &nodes)
+	for i := 0; i < 30; i++ {
+		id := fmt.Sprintf("locate-check-%d", i)
+		var ss struct {
+			Shards [][]struct {
+				Primary bool   `json:"primary"`
+				Node    string `json:"node"`
+				Shard   int    `json:"shard"`
+			} `json:"shards"`
+		}
+		if code := httpJSON(t, "GET", base+"/"+index+"/_search_shards?routing="+id, "", &ss); code != 200 {
+			t.Fatalf("_search_shards: HTTP %d", code)
+		}
+		var primaryNode string
+		for _, group := range ss.Shards {
+			for _, cp := range group {
+				if cp.Primary {
+					primaryNode = nodes.Nodes[cp.Node].Name
+				}
+			}
+		}
+		n, why := e.router.Locate(index, id, "")
+		if why != routing.Routed || n.Name() != primaryNode {
+			t.Fatalf("Locate(%s) = %v %v; the server puts its primary on %s", id, n, why, primaryNode)
+		}
+	}
+}
