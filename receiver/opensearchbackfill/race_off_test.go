@@ -1,0 +1,5 @@
+//go:build !race
+
+package opensearchbackfill
+
+const roundTripScale = 1
