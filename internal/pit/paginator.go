@@ -16,7 +16,8 @@ import (
 	"time"
 )
 
-// Hit is one search hit.
+// Hit is one search hit. Source and Sort share the response body of their
+// page (no copy per hit): keeping one keeps that body alive.
 type Hit struct {
 	Index   string
 	ID      string
@@ -128,7 +129,14 @@ func (p *Paginator) PITID() string {
 func (p *Paginator) Cursor() []json.RawMessage {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return slices.Clone(p.cursor)
+	if p.cursor == nil {
+		return nil
+	}
+	out := make([]json.RawMessage, len(p.cursor))
+	for i, v := range p.cursor {
+		out[i] = bytes.Clone(v) // never pins a response body
+	}
+	return out
 }
 
 // Stats returns the counters (shared ones if Options.Counters was set).
@@ -418,7 +426,13 @@ func (p *Paginator) process(resp *searchResponse, failures []ShardFailure) (*Pag
 		if len(last) == 0 {
 			return nil, errors.New("pit: a hit came without sort values; the sort cannot be resumed")
 		}
-		p.fetchCursor = last
+		// A deep copy: hit values point into the response body, which the
+		// cursor must not keep alive (callers store it as a checkpoint).
+		cur := make([]json.RawMessage, len(last))
+		for i, v := range last {
+			cur[i] = bytes.Clone(v)
+		}
+		p.fetchCursor = cur
 	}
 	pg.Cursor = p.fetchCursor
 	if len(raw) == 0 || (len(raw) < p.cfg.PageSize && len(failures) == 0) {
