@@ -21,6 +21,7 @@ type ref struct{ r, s, i int32 }
 // A call is used by one push at a time; its jobs write to disjoint items.
 type call struct {
 	batch   bulk.Batch
+	enc     ss4o.Encoder // resource and scope encoded once per ScopeLogs/ScopeSpans
 	scratch []byte
 	ids     []byte // append-only id arena of this call; ids are views into it
 	repeats ss4o.Repeats
@@ -89,12 +90,12 @@ func (e *osExporter) encodeLogs(c *call, ld plog.Logs) {
 		sls := rl.ScopeLogs()
 		for si := 0; si < sls.Len(); si++ {
 			sl := sls.At(si)
-			scope := sl.Scope()
+			c.enc.ResetLogs(rl, sl)
 			lrs := sl.LogRecords()
 			for li := 0; li < lrs.Len(); li++ {
 				lr := lrs.At(li)
 				target := e.targets.name(res.Attributes(), lr.Attributes())
-				c.scratch = ss4o.AppendLog(c.scratch[:0], res, scope, lr)
+				c.scratch = c.enc.AppendLog(c.scratch[:0], lr)
 				start := len(c.ids)
 				var h [16]byte
 				occ := -1
@@ -142,15 +143,21 @@ func (e *osExporter) encodeTraces(c *call, td ptrace.Traces) {
 		sss := rs.ScopeSpans()
 		for si := 0; si < sss.Len(); si++ {
 			ss := sss.At(si)
-			scope := ss.Scope()
+			c.enc.ResetTraces(rs, ss)
 			spans := ss.Spans()
 			for k := 0; k < spans.Len(); k++ {
 				span := spans.At(k)
 				target := e.targets.name(res.Attributes(), span.Attributes())
 				start := len(c.ids)
 				c.ids = ss4o.AppendSpanID(c.ids, span.TraceID(), span.SpanID())
-				c.scratch = ss4o.AppendSpan(c.scratch[:0], res, scope, span)
-				c.commit(target, c.id(start), ref{int32(ri), int32(si), int32(k)})
+				// The id is known first: encode straight into the batch.
+				buf := c.batch.Begin(target, c.id(start))
+				buf = c.enc.AppendSpan(buf, span)
+				if _, err := c.batch.Commit(buf); err != nil {
+					c.encodeFailed++
+					continue
+				}
+				c.refs = append(c.refs, ref{int32(ri), int32(si), int32(k)})
 			}
 		}
 	}
