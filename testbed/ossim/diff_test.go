@@ -20,6 +20,8 @@ package ossim
 // values, data stream names and generations) must be identical.
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -96,7 +98,12 @@ type recorder struct {
 // label (unless label is ""), and returns the raw decoded body.
 func (r *recorder) call(label string, i int, method, path, body string) (int, map[string]any) {
 	r.t.Helper()
-	status, raw := doRaw(r.t, method, r.tg.Addr(i)+path, body, nil)
+	return r.callH(label, i, method, path, body, nil)
+}
+
+func (r *recorder) callH(label string, i int, method, path, body string, hdr map[string]string) (int, map[string]any) {
+	r.t.Helper()
+	status, raw := doRaw(r.t, method, r.tg.Addr(i)+path, body, hdr)
 	var v any
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &v); err != nil {
@@ -152,6 +159,31 @@ func scenario(r *recorder) {
 	}
 	sort.Strings(tuples)
 	r.note("cat shards", map[string]any{"status": st, "rows": tuples})
+	r.call("health", 1, "GET", "/_cluster/health", "")
+	_, nm := r.call("", 0, "GET", "/_nodes/http", "")
+	var nodeRows []string
+	for _, n := range asMap(get(nm, "nodes")) {
+		pa, _ := get(n, "http", "publish_address").(string)
+		nodeRows = append(nodeRows, fmt.Sprintf("%v|%v|zone=%v|publish=%v", get(n, "name"), get(n, "roles"), get(n, "attributes", "zone"),
+			strings.HasPrefix(pa, "127.0.0.1:")))
+	}
+	sort.Strings(nodeRows)
+	r.note("nodes http", map[string]any{"header": get(nm, "_nodes"), "nodes": nodeRows})
+	_, li := r.call("", 1, "GET", "/_nodes/_local/http,os,thread_pool", "")
+	for _, n := range asMap(get(li, "nodes")) {
+		r.note("nodes local info", map[string]any{"header": get(li, "_nodes"), "write": get(n, "thread_pool", "write"),
+			"allocated_processors": get(n, "os", "allocated_processors"), "max_content_length": get(n, "http", "max_content_length_in_bytes")})
+	}
+	_, ts := r.call("", 2, "GET", "/_nodes/stats/thread_pool", "")
+	for _, n := range asMap(get(ts, "nodes")) {
+		var keys []string
+		for k := range asMap(get(n, "thread_pool", "write")) {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		r.note("thread_pool write stats keys", map[string]any{"nodes": len(asMap(get(ts, "nodes"))), "keys": keys})
+		break
+	}
 	r.call("cluster state metadata", 1, "GET", "/_cluster/state/metadata/dt?filter_path=metadata.indices.*.routing_num_shards,metadata.indices.*.settings.index.number_of_shards,metadata.indices.*.settings.index.routing_partition_size", "")
 
 	r.call("bulk mixed", 1, "POST", "/_bulk", bulkBody(
@@ -166,6 +198,13 @@ func scenario(r *recorder) {
 	// _seq_no does not depend on it.
 	r.call("create dt-auto", 0, "PUT", "/dt-auto", `{"settings":{"number_of_shards":1,"number_of_replicas":0}}`)
 	r.call("bulk auto id", 2, "POST", "/_bulk", bulkBody(`{"index":{"_index":"dt-auto"}}`, `{"n":3}`, `{"create":{"_index":"dt-auto"}}`, `{"n":4}`))
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write([]byte(bulkBody(`{"index":{"_index":"dt-auto","_id":"gz"}}`, `{"n":5}`)))
+	zw.Close()
+	r.callH("bulk gzip", 1, "POST", "/_bulk", zb.String(), map[string]string{"Content-Encoding": "gzip"})
+	big := bulkBody(`{"index":{"_index":"dt-auto","_id":"big"}}`, `{"pad":"`+strings.Repeat("p", 3<<19)+`"}`)
+	r.call("bulk above max content length", 1, "POST", "/_bulk", big)
 	r.call("bulk no final newline", 0, "POST", "/_bulk", `{"index":{"_index":"dt"}}`+"\n{}")
 	r.call("bulk unknown op", 0, "POST", "/_bulk", bulkBody(`{"upsert":{"_index":"dt"}}`, `{}`))
 	r.call("bulk unknown param", 0, "POST", "/_bulk", bulkBody(`{"index":{"_index":"dt","_routing":"r"}}`, `{}`))
@@ -176,6 +215,7 @@ func scenario(r *recorder) {
 	r.call("get b with routing", 2, "GET", "/dt/_doc/b?routing=user7", "")
 	r.call("get missing index", 2, "GET", "/nope/_doc/a", "")
 	r.call("refresh", 0, "POST", "/dt/_refresh", "")
+	r.call("cat indices", 0, "GET", "/_cat/indices/dt?format=json&h=health,status,index,pri,rep,docs.count", "")
 	r.call("count", 0, "GET", "/dt/_count", "")
 	for _, rv := range []string{"a", "user7", "hello", "é"} {
 		_, m := r.call("", 0, "GET", "/dt/_search_shards?routing="+urlQueryEscape(rv), "")
@@ -342,6 +382,11 @@ func scenario(r *recorder) {
 		"failed shard types": len(asList(get(m, "error", "failed_shards")))})
 }
 
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
 func asList(v any) []any {
 	l, _ := v.([]any)
 	return l
@@ -374,12 +419,14 @@ func compareObservations(t *testing.T, emu, real []observation) {
 
 // TestDifferentialAgainstRealOpenSearch runs the scenario on both.
 func TestDifferentialAgainstRealOpenSearch(t *testing.T) {
-	emu := StartT(t, Options{Nodes: 3, NoHopLatency: true, DetectionDelay: 50 * time.Millisecond})
+	emu := StartT(t, Options{Nodes: 3, NoHopLatency: true, DetectionDelay: 50 * time.Millisecond,
+		Zones: []string{"a", "b", "c"}, MaxContentLength: 1 << 20})
 	emuObs := runScenario(t, emuTarget{emu})
 	if t.Failed() {
 		return
 	}
-	real := cluster.Start(t, cluster.Options{Nodes: 3})
+	real := cluster.Start(t, cluster.Options{Nodes: 3, Zones: []string{"a", "b", "c"},
+		Settings: map[string]string{"http.max_content_length": "1mb"}})
 	realObs := runScenario(t, real)
 	compareObservations(t, emuObs, realObs)
 }

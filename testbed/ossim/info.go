@@ -189,8 +189,10 @@ func (n *Node) threadPoolStats() map[string]any {
 	}
 	idle := map[string]any{"threads": 0, "queue": 0, "active": 0, "rejected": 0, "largest": 0, "completed": 0, "total_wait_time_in_nanos": 0}
 	return map[string]any{
+		// OpenSearch 2.19 tracks total_wait_time_in_nanos for search pools
+		// only: the write pool omits it (it is -1 there).
 		"write": map[string]any{"threads": w.largest.Load(), "queue": queued, "active": active, "rejected": w.rejected.Load(),
-			"largest": w.largest.Load(), "completed": w.completed.Load(), "total_wait_time_in_nanos": w.waitNanos.Load()},
+			"largest": w.largest.Load(), "completed": w.completed.Load()},
 		"search": idle, "get": idle,
 	}
 }

@@ -53,16 +53,16 @@ type storeKey struct {
 }
 
 type counters struct {
-	bulkRequests, itemsReceived          atomic.Int64
-	primaryWrites, itemsPrimary          atomic.Int64
-	replicaWrites, itemsReplica          atomic.Int64
-	groupsForwarded, itemsForwarded      atomic.Int64
-	rejectedGroups, rejectedItems        atomic.Int64
-	hopRequests, hopBytes                atomic.Int64
-	searchRequests, httpRequests         atomic.Int64
-	rxCount, rxBytes, txCount, txBytes   atomic.Int64
-	forwardRetries, unavailableItems     atomic.Int64
-	replicaFailures, bytesReceivedClient atomic.Int64
+	bulkRequests, itemsReceived        atomic.Int64
+	primaryWrites, itemsPrimary        atomic.Int64
+	replicaWrites, itemsReplica        atomic.Int64
+	groupsForwarded, itemsForwarded    atomic.Int64
+	rejectedGroups, rejectedItems      atomic.Int64
+	hopRequests, hopBytes              atomic.Int64
+	searchRequests, httpRequests       atomic.Int64
+	rxCount, rxBytes, txCount, txBytes atomic.Int64
+	forwardRetries, unavailableItems   atomic.Int64
+	replicaFailures                    atomic.Int64
 }
 
 // NodeStats are a node's server-side counters.
@@ -116,6 +116,8 @@ type NodeStats struct {
 	WriteQueued    int64 `json:"write_queued"`
 	WriteRejected  int64 `json:"write_rejected"`
 	WriteCompleted int64 `json:"write_completed"`
+	// WriteWaitNanos: total time shard writes waited in the write queue.
+	WriteWaitNanos int64 `json:"write_wait_nanos"`
 }
 
 func newNode(c *Cluster, i int) *Node {
@@ -280,7 +282,19 @@ func (c *Cluster) Stats() []NodeStats {
 // ResetStats zeroes every node's counters (not the thread pool's).
 func (c *Cluster) ResetStats() {
 	for _, n := range c.nodes {
-		n.st = counters{}
+		n.st.reset()
+	}
+}
+
+// reset zeroes every counter atomically (writers may be running).
+func (s *counters) reset() {
+	for _, a := range []*atomic.Int64{
+		&s.bulkRequests, &s.itemsReceived, &s.primaryWrites, &s.itemsPrimary, &s.replicaWrites, &s.itemsReplica,
+		&s.groupsForwarded, &s.itemsForwarded, &s.rejectedGroups, &s.rejectedItems, &s.hopRequests, &s.hopBytes,
+		&s.searchRequests, &s.httpRequests, &s.rxCount, &s.rxBytes, &s.txCount, &s.txBytes,
+		&s.forwardRetries, &s.unavailableItems, &s.replicaFailures,
+	} {
+		a.Store(0)
 	}
 }
 
@@ -292,7 +306,13 @@ func (n *Node) Stats() NodeStats {
 	n.c.mu.RUnlock()
 	var docs int64
 	n.smu.RLock()
-	pits := int64(len(n.pits))
+	pits := int64(0)
+	now := time.Now().UnixNano()
+	for _, p := range n.pits {
+		if p.expires.Load() >= now {
+			pits++
+		}
+	}
 	for _, st := range n.stores {
 		docs += int64(st.count())
 	}
@@ -318,6 +338,7 @@ func (n *Node) Stats() NodeStats {
 		SearchRequests: s.searchRequests.Load(), PITContextsOpen: pits, Docs: docs,
 		WriteThreads: int64(w.size), WriteQueueSize: w.queueSize.Load(), WriteActive: active,
 		WriteQueued: queued, WriteRejected: w.rejected.Load(), WriteCompleted: w.completed.Load(),
+		WriteWaitNanos: w.waitNanos.Load(),
 	}
 }
 
