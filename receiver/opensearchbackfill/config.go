@@ -49,9 +49,9 @@ type Config struct {
 	// (default "@timestamp").
 	TimeField string `mapstructure:"time_field"`
 	// StartTime (inclusive) and EndTime (exclusive) bound TimeField; RFC
-	// 3339 timestamps. Empty means unbounded.
-	StartTime string `mapstructure:"start_time"`
-	EndTime   string `mapstructure:"end_time"`
+	// 3339 timestamps. Unset means unbounded.
+	StartTime time.Time `mapstructure:"start_time"`
+	EndTime   time.Time `mapstructure:"end_time"`
 	// Sort is a JSON sort array, stable across points in time and ending in
 	// a unique tiebreaker (default: @timestamp then _id, ascending).
 	Sort string `mapstructure:"sort"`
@@ -185,25 +185,10 @@ func (c *Config) Validate() error {
 			add("query: the JSON object is empty; leave query unset for match_all")
 		}
 	}
-	var start, end time.Time
-	for _, f := range []struct {
-		key string
-		v   string
-		t   *time.Time
-	}{{"start_time", c.StartTime, &start}, {"end_time", c.EndTime, &end}} {
-		if f.v == "" {
-			continue
-		}
-		t, err := time.Parse(time.RFC3339Nano, f.v)
-		if err != nil {
-			add("%s: %q is not an RFC 3339 timestamp (e.g. 2026-01-02T15:04:05Z)", f.key, f.v)
-		}
-		*f.t = t
-	}
-	if !start.IsZero() && !end.IsZero() && !end.After(start) {
+	if !c.StartTime.IsZero() && !c.EndTime.IsZero() && !c.EndTime.After(c.StartTime) {
 		add("end_time: must be after start_time")
 	}
-	if (c.StartTime != "" || c.EndTime != "") && c.TimeField == "" {
+	if (!c.StartTime.IsZero() || !c.EndTime.IsZero()) && c.TimeField == "" {
 		add("time_field: required with start_time or end_time")
 	}
 	if c.PageSize < 1 || c.PageSize > 10000 {
@@ -323,18 +308,18 @@ func (c *Config) pitOptions() (pit.Options, error) {
 
 // query combines query and the time range.
 func (c *Config) query() (json.RawMessage, error) {
-	if c.StartTime == "" && c.EndTime == "" {
+	if c.StartTime.IsZero() && c.EndTime.IsZero() {
 		if c.Query == "" {
 			return nil, nil
 		}
 		return json.RawMessage(c.Query), nil
 	}
 	rng := map[string]string{}
-	if c.StartTime != "" {
-		rng["gte"] = c.StartTime
+	if !c.StartTime.IsZero() {
+		rng["gte"] = c.StartTime.UTC().Format(time.RFC3339Nano)
 	}
-	if c.EndTime != "" {
-		rng["lt"] = c.EndTime
+	if !c.EndTime.IsZero() {
+		rng["lt"] = c.EndTime.UTC().Format(time.RFC3339Nano)
 	}
 	filter := []any{map[string]any{"range": map[string]any{c.TimeField: rng}}}
 	if c.Query != "" {
