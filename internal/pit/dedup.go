@@ -16,6 +16,8 @@ type window struct {
 	next    int
 	full    bool
 	indices map[string]uint32
+	lastIx  string // the last index name looked up (hits of a page share it)
+	lastNum uint32
 }
 
 type dedupKey struct {
@@ -41,11 +43,15 @@ func newWindow(n int) *window {
 }
 
 func (w *window) key(index, id string) dedupKey {
+	if index == w.lastIx && len(w.indices) > 0 {
+		return dedupKey{id: id, idx: w.lastNum}
+	}
 	ix, ok := w.indices[index]
 	if !ok {
 		ix = uint32(len(w.indices))
 		w.indices[index] = ix
 	}
+	w.lastIx, w.lastNum = index, ix
 	return dedupKey{id: id, idx: ix}
 }
 
