@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -245,4 +246,36 @@ func BenchmarkRoutedVsRoundRobin(b *testing.B) {
 			b.ReportMetric(float64(lat[(len(lat)*99)/100].Microseconds())/1000, "p99_ms")
 		})
 	}
+}
+
+// BenchmarkPushLogsParallel is BenchmarkPushLogs with pushes running
+// concurrently, as the collector's sending queue runs them (num_consumers):
+// per-record cost amortised over both cores.
+func BenchmarkPushLogsParallel(b *testing.B) {
+	e := benchExporter(b, signalLogs, true)
+	const per = 1000
+	ld := makeLogs(0, per)
+	ctx := context.Background()
+	if err := e.pushLogs(ctx, ld); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetParallelism(2)
+	b.ResetTimer()
+	cpu0 := processCPU()
+	var calls atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		n := 0
+		for pb.Next() {
+			if n++; n%per != 0 {
+				continue
+			}
+			calls.Add(1)
+			if err := e.pushLogs(ctx, ld); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(calls.Load()*per), "cpu-ns/record")
 }
