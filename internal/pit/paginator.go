@@ -143,8 +143,9 @@ func (p *Paginator) Cursor() []json.RawMessage {
 func (p *Paginator) Stats() Stats { return p.ctr.Snapshot() }
 
 // Close deletes the PIT if the Paginator opened it (retried MaxRetries
-// times). It must not run during an iteration. Calling it again does
-// nothing.
+// times). It may run while another goroutine iterates (to stop it): the
+// iteration then ends with ErrClosed, and a PIT it was recreating at that
+// moment is deleted too. Calling it again does nothing.
 func (p *Paginator) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.closed {
@@ -158,6 +159,12 @@ func (p *Paginator) Close(ctx context.Context) error {
 		return nil
 	}
 	return p.deletePIT(ctx, id, p.cfg.MaxRetries)
+}
+
+func (p *Paginator) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
 }
 
 // Pages iterates over the remaining pages. See the package doc for the
@@ -293,11 +300,8 @@ func (p *Paginator) setCursor(c []json.RawMessage) {
 
 // nextPage fetches and dedups the next page. nil, nil means the end.
 func (p *Paginator) nextPage(ctx context.Context) (*Page, error) {
-	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
 	switch {
-	case closed:
+	case p.isClosed():
 		return nil, ErrClosed
 	case p.fatal != nil:
 		return nil, p.fatal
@@ -321,6 +325,9 @@ func (p *Paginator) fetch(ctx context.Context) (*Page, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if p.isClosed() {
+			return nil, ErrClosed
 		}
 		pitID := p.PITID()
 		status, data, node, err := p.do(ctx, "search", http.MethodPost, "/_search", p.searchBody(pitID, false))
@@ -514,6 +521,9 @@ func (p *Paginator) recreate(ctx context.Context, cause error, failed []ShardFai
 		if err := p.cfg.Sleep(ctx, p.cfg.Backoff(attempt)); err != nil {
 			return err
 		}
+		if p.isClosed() {
+			return ErrClosed
+		}
 		id, out, err := p.openRetrying(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -527,6 +537,11 @@ func (p *Paginator) recreate(ctx context.Context, cause error, failed []ShardFai
 			continue
 		}
 		p.mu.Lock()
+		if p.closed { // Close ran meanwhile and deleted the old PIT
+			p.mu.Unlock()
+			_ = p.deletePIT(context.WithoutCancel(ctx), id, 0)
+			return ErrClosed
+		}
 		wasOwn := p.ownPIT
 		p.pitID, p.ownPIT = id, true
 		p.mu.Unlock()

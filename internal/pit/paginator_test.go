@@ -1162,3 +1162,45 @@ func BenchmarkProcessPage(b *testing.B) {
 		b.ReportMetric(float64(cpu.stop())/float64(b.N*1000), "cpu-ns/hit")
 	})
 }
+
+func TestCloseDuringIteration(t *testing.T) {
+	fc := newFakeCluster(t, 2, 2)
+	fc.fill("logs", 1000)
+	var s sleeper
+	p := mustOpen(t, opts(fc, &s))
+	inSearch := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	fc.setHook(func(kind string, node int, body map[string]any, w http.ResponseWriter) bool {
+		if kind == "search" && fc.searchCount() == 2 {
+			once.Do(func() {
+				close(inSearch)
+				<-release
+				fc.restart(0) // the answer will say: contexts lost, recreate
+				fc.restart(1)
+			})
+		}
+		return false
+	})
+	done := make(chan error, 1)
+	go func() {
+		var last error
+		for _, err := range p.Hits(context.Background()) {
+			if IsFatal(err) {
+				last = err
+			}
+		}
+		done <- last
+	}()
+	<-inSearch
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-done; !errors.Is(err, ErrClosed) {
+		t.Fatalf("iteration ended with %v, want ErrClosed", err)
+	}
+	if fc.openPITs() != 0 {
+		t.Errorf("%d PITs left open after Close", fc.openPITs())
+	}
+}
