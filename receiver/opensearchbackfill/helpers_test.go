@@ -129,6 +129,10 @@ func (m *memStorage) Close(context.Context) error { return nil }
 
 var storageID = component.MustNewID("memstorage")
 
+func hostExts(s *memStorage) map[component.ID]component.Component {
+	return map[component.ID]component.Component{storageID: s}
+}
+
 // harness is a started receiver with its observers.
 type harness struct {
 	r      *backfillReceiver
