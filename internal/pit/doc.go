@@ -14,7 +14,13 @@
 //     error.failed_shards[].reason (or as error.type itself);
 //   - transport errors, 429 and 5xx: a size:0 probe on the PIT (on another
 //     node where possible) tells whether the contexts survive; if they do
-//     the page is retried, if not the PIT is recreated.
+//     the page is retried, if not the PIT is recreated (429 and a server
+//     timed_out are retried without a probe).
+//
+// A context on a node that is down or has left the cluster fails with
+// node_not_connected_exception (and its kin) or illegal_state_exception
+// "no node found for id" (HTTP 500 when all are lost), as the real server
+// does; that is context loss too.
 //
 // On context loss the Paginator opens a new PIT on the same indices and
 // resumes from the last cursor (the sort values of the last hit it
@@ -24,6 +30,7 @@
 // recreate, hits are checked against a bounded window of recently emitted
 // (index, _id) pairs: an already emitted hit with the same version is
 // skipped, one with a different version is emitted with ErrHitOutOfOrder.
+// Pages drop duplicates the same way (seed 004 left Pages emit-all).
 //
 // # Errors returned with a valid value
 //
@@ -40,7 +47,8 @@
 //
 // # Concurrency
 //
-// One goroutine iterates. Stats, Cursor and PITID may be called from any
-// goroutine at any time. Parallel reads use one Paginator per slice
+// One goroutine iterates. Stats, Cursor, PITID and Close may be called
+// from any goroutine at any time (Close ends a running iteration with
+// ErrClosed). Parallel reads use one Paginator per slice
 // (Options.Slice), optionally sharing one *Counters.
 package pit
