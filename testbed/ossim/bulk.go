@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -160,6 +161,19 @@ func (it *bulkItem) failWith(e *osErr) {
 	it.res = itemResult{status: e.status, errType: e.typ, errReason: e.reason, index: e.index}
 }
 
+// sourceErrorCause is the caused_by type OpenSearch 2.19 gives a source
+// that is not one JSON object (checked on the real server).
+func sourceErrorCause(src []byte) string {
+	if i := skipWS(src, 0); i >= len(src) || src[i] != '{' {
+		return "not_x_content_exception"
+	}
+	var raw json.RawMessage
+	if err := json.Unmarshal(src, &raw); err != nil && strings.Contains(err.Error(), "unexpected end of JSON input") {
+		return "json_e_o_f_exception"
+	}
+	return "json_parse_exception"
+}
+
 // validSource reports whether src is one JSON object.
 func validSource(src []byte) bool {
 	i := skipWS(src, 0)
@@ -199,7 +213,7 @@ func (c *Cluster) resolveItemLocked(it *bulkItem, create bool) bool {
 	}
 	if it.op != "delete" && !validSource(it.source) {
 		it.failWith(&osErr{status: 400, typ: "mapper_parsing_exception", reason: "failed to parse"})
-		it.res.causedBy = "json_parse_exception"
+		it.res.causedBy = sourceErrorCause(it.source)
 		it.res.index = c.writeIndexName(it.name)
 		return true
 	}

@@ -198,6 +198,7 @@ func scenario(r *recorder) {
 	// _seq_no does not depend on it.
 	r.call("create dt-auto", 0, "PUT", "/dt-auto", `{"settings":{"number_of_shards":1,"number_of_replicas":0}}`)
 	r.call("bulk auto id", 2, "POST", "/_bulk", bulkBody(`{"index":{"_index":"dt-auto"}}`, `{"n":3}`, `{"create":{"_index":"dt-auto"}}`, `{"n":4}`))
+	r.call("bulk malformed source", 2, "POST", "/_bulk", bulkBody(`{"index":{"_index":"dt-auto","_id":"m1"}}`, `{"n":`, `{"create":{"_index":"dt-auto","_id":"m2"}}`, `["not","an","object"]`, `{"index":{"_index":"dt-auto","_id":"m3"}}`, `{"n":7}`))
 	var zb bytes.Buffer
 	zw := gzip.NewWriter(&zb)
 	zw.Write([]byte(bulkBody(`{"index":{"_index":"dt-auto","_id":"gz"}}`, `{"n":5}`)))
