@@ -33,8 +33,9 @@ type fakeCluster struct {
 	// hook, if set, sees every request first; handled=true means it wrote
 	// the answer. kind is open, search, probe or delete.
 	hook         func(kind string, node int, body map[string]any, w http.ResponseWriter) (handled bool)
-	partialOpens int // the next n PIT creations report one failed shard
-	searches     int // non-probe searches answered
+	partialOpens int  // the next n PIT creations report one failed shard
+	rotateIDs    bool // every search answers with a new pit_id for the same PIT
+	searches     int  // non-probe searches answered
 	probes       int
 	opens        int
 	deleted      []string // PIT ids deleted
@@ -355,6 +356,12 @@ func (fc *fakeCluster) handleSearch(w http.ResponseWriter, body map[string]any) 
 	if len(alive) == 0 {
 		writeJSON(w, 404, totalLoss(1))
 		return
+	}
+	if fc.rotateIDs {
+		delete(fc.pits, p.id)
+		fc.nextPIT++
+		p.id = fmt.Sprintf("pit-%d-rotated", fc.nextPIT)
+		fc.pits[p.id] = p
 	}
 	var hits []string
 	if size > 0 {

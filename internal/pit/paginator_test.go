@@ -1204,3 +1204,27 @@ func TestCloseDuringIteration(t *testing.T) {
 		t.Errorf("%d PITs left open after Close", fc.openPITs())
 	}
 }
+
+func TestNewestPITIDIsUsed(t *testing.T) {
+	fc := newFakeCluster(t, 1, 1)
+	fc.fill("logs", 350)
+	fc.mu.Lock()
+	fc.rotateIDs = true // an old id stops working once a new one is handed out
+	fc.mu.Unlock()
+	var s sleeper
+	p := mustOpen(t, opts(fc, &s))
+	first := p.PITID()
+	r := readHits(t, p, nil)
+	if len(r.errs) > 0 || len(r.hits) != 350 {
+		t.Fatalf("hits %d errs %v", len(r.hits), r.errs)
+	}
+	if p.PITID() == first || p.Stats().PITsRecreated != 0 {
+		t.Errorf("pit id %q (first %q), stats %+v", p.PITID(), first, p.Stats())
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if fc.openPITs() != 0 {
+		t.Error("the newest PIT id was not the one deleted")
+	}
+}
