@@ -37,3 +37,23 @@ opensearch-up:
 
 opensearch-down:
 	$(GO) run ./testbed/cluster/cmd/osrcluster down -dir $(OPENSEARCH_DIR)
+
+## build: install ocb (pinned) into ./dist/bin and build ./dist/otelcol-opensearchrouted
+## from builder-config.yaml.
+OCB_VERSION ?= v0.165.0
+.PHONY: build demo demo-opensearch
+build:
+	GOBIN=$(CURDIR)/dist/bin $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
+	$(CURDIR)/dist/bin/builder --config builder-config.yaml
+
+## demo: the collector against a 3-node emulated cluster, routing on vs off,
+## side by side (Go only). DEMO_FLAGS passes flags to osrdemo (-help lists them).
+## demo-opensearch: the same against a real 3-node OpenSearch cluster (needs Java 17+).
+DEMO_FLAGS ?=
+demo:
+	$(GO) build -o dist/osrdemo ./testbed/demo/cmd/osrdemo
+	./dist/osrdemo -backend emulator $(DEMO_FLAGS)
+
+demo-opensearch:
+	$(GO) build -o dist/osrdemo ./testbed/demo/cmd/osrdemo
+	./dist/osrdemo -backend opensearch $(DEMO_FLAGS)

@@ -61,7 +61,10 @@ type Run struct {
 	Label   string
 	Routing bool
 
-	LogsSent, SpansSent     int64 // records the collector accepted over OTLP
+	LogsSent, SpansSent int64 // records the collector accepted over OTLP (warm-up included)
+	// Measured is the records of the measured load (warm-up excluded):
+	// the server counters, bytes per document and the rate cover these.
+	Measured                int64
 	LogsStored, SpansStored int64 // documents found in the cluster afterwards
 	// Conflicts are creates answered 409 because an earlier attempt had
 	// stored the document (the exporter's duplicate outcome): duplicates
@@ -112,7 +115,9 @@ func (r Run) Missing() int64 {
 }
 
 // Forwarded is the items forwarded between nodes (-1 if unknown).
-func (r Run) Forwarded() int64 { return total(r.Nodes, func(n NodeCounts) int64 { return n.Forwarded }) }
+func (r Run) Forwarded() int64 {
+	return total(r.Nodes, func(n NodeCounts) int64 { return n.Forwarded })
+}
 
 // Received is the items the nodes received from the collector (-1 if unknown).
 func (r Run) Received() int64 { return total(r.Nodes, func(n NodeCounts) int64 { return n.Received }) }
@@ -199,10 +204,10 @@ func Format(w io.Writer, title string, runs ...Run) error {
 	}
 	row("transport bytes node→node", func(r Run) string {
 		tb := r.TransportBytes()
-		if r.Stored() == 0 {
+		if r.Measured <= 0 {
 			return fmtBytes(tb)
 		}
-		return fmt.Sprintf("%s (%.0f B/doc)", fmtBytes(tb), float64(tb)/float64(r.Stored()))
+		return fmt.Sprintf("%s (%.0f B/doc)", fmtBytes(tb), float64(tb)/float64(r.Measured))
 	})
 	for _, name := range nodeNames(runs) {
 		row("  "+name+" received / primary", func(r Run) string {
@@ -241,8 +246,8 @@ func Format(w io.Writer, title string, runs ...Run) error {
 	row("retried / failed documents", func(r Run) string { return fmt.Sprintf("%d / %d", r.Retried, r.Failed) })
 	row("wall time", func(r Run) string {
 		s := r.Elapsed.Round(10 * time.Millisecond).String()
-		if r.Elapsed > 0 {
-			s += fmt.Sprintf(" (%.0f rec/s)", float64(r.Sent())/r.Elapsed.Seconds())
+		if r.Elapsed > 0 && r.Measured > 0 {
+			s += fmt.Sprintf(" (%.0f rec/s)", float64(r.Measured)/r.Elapsed.Seconds())
 		}
 		return s
 	})

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-const scrape = `# HELP otelcol_opensearchrouted_documents Documents by final outcome.
+const sampleScrape = `# HELP otelcol_opensearchrouted_documents Documents by final outcome.
 # TYPE otelcol_opensearchrouted_documents counter
 otelcol_opensearchrouted_documents{outcome="indexed",signal="logs"} 900
 otelcol_opensearchrouted_documents{outcome="indexed",signal="traces"} 100
@@ -26,7 +26,7 @@ weird_name{path="a \"quoted\" \\ value",x="1"} 2.5e+00 1700000000000
 `
 
 func TestParseMetrics(t *testing.T) {
-	m, err := ParseMetrics(strings.NewReader(scrape))
+	m, err := ParseMetrics(strings.NewReader(sampleScrape))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestParseMetrics(t *testing.T) {
 }
 
 func TestQuantile(t *testing.T) {
-	m, err := ParseMetrics(strings.NewReader(scrape))
+	m, err := ParseMetrics(strings.NewReader(sampleScrape))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,12 +125,12 @@ func TestRunOutcome(t *testing.T) {
 }
 
 func TestFromMetricsAndFormat(t *testing.T) {
-	m, err := ParseMetrics(strings.NewReader(scrape))
+	m, err := ParseMetrics(strings.NewReader(sampleScrape))
 	if err != nil {
 		t.Fatal(err)
 	}
 	routed := Run{Label: "routing on", Routing: true, LogsSent: 900, SpansSent: 100, LogsStored: 900, SpansStored: 100,
-		Elapsed: 2 * time.Second,
+		Measured: 1000, Elapsed: 2 * time.Second,
 		Nodes: []NodeCounts{
 			{Name: "node-0", Received: 500, Forwarded: 0, Primary: 500, TransportTxBytes: 1000},
 			{Name: "node-1", Received: 500, Forwarded: 0, Primary: 500, TransportTxBytes: 1000},
@@ -166,7 +166,7 @@ func TestFromMetricsAndFormat(t *testing.T) {
 		"exactly once", "yes",
 		"routing removed 100.0% of the node-to-node forwards (500 → 0 items)",
 		"transport bytes 10000 B → 2000 B (-80%)",
-		"(500 rec/s)",
+		"(500 rec/s)", "2000 B (2 B/doc)",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
