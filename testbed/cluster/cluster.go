@@ -180,11 +180,23 @@ func StartProcess(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: only one real cluster runs at a time: %w", err)
 	}
 	c.lock = lock
+	removeStaleDirs()
 	if err := c.start(ctx); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// removeStaleDirs deletes the temporary directories of clusters whose test
+// process died without cleanup (a go test timeout). Call only while holding
+// the machine lock: then no other cluster's nodes are alive, as each node
+// holds the lock too.
+func removeStaleDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "osr-cluster-*"))
+	for _, d := range dirs {
+		os.RemoveAll(d)
+	}
 }
 
 func (o Options) nodes() int {

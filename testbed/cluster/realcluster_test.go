@@ -245,11 +245,19 @@ func TestRoutingVectorsAgainstServer(t *testing.T) {
 		ss := mustCall(t, c, 0, "GET", "/"+idx+"/_search_shards?routing="+url.QueryEscape(v.effectiveRouting), "", 200)
 		var shards []int
 		for _, g := range list(t, ss["shards"], "shards") {
+			// One copy per group with 0 replicas, but two while the balancer
+			// relocates it (source and target): all name the same shard.
 			group := list(t, g, "shard group")
-			if len(group) != 1 {
-				t.Fatalf("row %d: shard group of %d copies (0 replicas)", v.row, len(group))
+			if len(group) == 0 {
+				t.Fatalf("row %d: empty shard group", v.row)
 			}
-			shards = append(shards, int(num(t, at(group[0], "shard"), "shard")))
+			s := num(t, at(group[0], "shard"), "shard")
+			for _, cp := range group[1:] {
+				if num(t, at(cp, "shard"), "shard") != s {
+					t.Fatalf("row %d: shard group mixes shards: %v", v.row, group)
+				}
+			}
+			shards = append(shards, int(s))
 		}
 		sort.Ints(shards)
 		if v.p == 1 {
@@ -330,7 +338,7 @@ func TestSplitKeepsRoutingShards(t *testing.T) {
 func TestTopologyShapes(t *testing.T) {
 	c := sharedCluster(t)
 	createIndex(t, c, "topo", `{"settings":{"number_of_shards":3,"number_of_replicas":1}}`)
-	mustCall(t, c, 0, "GET", "/_cluster/health/topo?wait_for_status=green&timeout=60s", "", 200)
+	mustCall(t, c, 0, "GET", "/_cluster/health?wait_for_status=green&wait_for_no_relocating_shards=true&timeout=90s", "", 200)
 
 	// _cat/shards: strings only, p/r, STARTED, node names.
 	code, out := call(t, c, 1, "GET", "/_cat/shards/topo?format=json&h=index,shard,prirep,state,node", "")
@@ -429,7 +437,12 @@ func TestTopologyShapes(t *testing.T) {
 				num(t, at(n, "thread_pool", pool, f), "thread_pool."+pool+"."+f)
 			}
 		}
+		// SPEC DIFFERS: total_wait_time_in_nanos exists for the search pool
+		// only, not for write (the spec lists it for every pool).
 		num(t, at(n, "thread_pool", "search", "total_wait_time_in_nanos"), "thread_pool.search.total_wait_time_in_nanos")
+		if v := at(n, "thread_pool", "write", "total_wait_time_in_nanos"); v != nil {
+			t.Errorf("thread_pool.write.total_wait_time_in_nanos = %v: the spec difference noted here is gone", v)
+		}
 	}
 	all := mustCall(t, c, 1, "GET", "/_nodes/stats/thread_pool", "", 200)
 	if len(obj(t, all["nodes"], "nodes")) != 3 {
