@@ -640,6 +640,50 @@ func TestDataStreamShapes(t *testing.T) {
 }
 
 // pitSearch pages through a PIT, 7 hits a page unless extra sets "size".
+func TestCatShardsRelocatingShape(t *testing.T) {
+	c := sharedCluster(t)
+	// A slow recovery keeps the shard RELOCATING long enough to look at it.
+	createIndex(t, c, "reloc", `{"settings":{"number_of_shards":1,"number_of_replicas":0,"index.routing.allocation.require._name":"node-0"}}`)
+	var b strings.Builder
+	for k := 0; k < 3000; k++ {
+		b.WriteString(bulkLine("index", "reloc", "", ""))
+		fmt.Fprintf(&b, `{"k":%d,"pad":"%s"}`+"\n", k, strings.Repeat("x", 100))
+	}
+	mustCall(t, c, 0, "POST", "/_bulk?refresh=true", b.String(), 200)
+	mustCall(t, c, 0, "POST", "/reloc/_flush", "", 200)
+	mustCall(t, c, 0, "PUT", "/_cluster/settings", `{"transient":{"indices.recovery.max_bytes_per_sec":"20kb"}}`, 200)
+	defer func() {
+		mustCall(t, c, 0, "PUT", "/_cluster/settings", `{"transient":{"indices.recovery.max_bytes_per_sec":null}}`, 200)
+		mustCall(t, c, 0, "GET", "/_cluster/health?wait_for_status=green&wait_for_no_relocating_shards=true&timeout=90s", "", 200)
+	}()
+	mustCall(t, c, 0, "PUT", "/reloc/_settings", `{"index.routing.allocation.require._name":"node-1"}`, 200)
+	ids := map[string]string{}
+	nh := mustCall(t, c, 0, "GET", "/_nodes/http", "", 200)
+	for id, n := range obj(t, nh["nodes"], "nodes") {
+		ids[str(t, at(n, "name"), "name")] = id
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, out := call(t, c, 2, "GET", "/_cat/shards/reloc?format=json&h=index,shard,prirep,state,node", "")
+		if code != 200 {
+			t.Fatalf("_cat/shards: %d %s", code, out)
+		}
+		rows := decodeList(t, out)
+		if len(rows) == 1 && rows[0]["state"] == "RELOCATING" {
+			// "src -> dstIp dstId dstName"
+			want := "node-0 -> 127.0.0.1 " + ids["node-1"] + " node-1"
+			if rows[0]["node"] != want {
+				t.Errorf("relocating _cat/shards node = %q, want %q", rows[0]["node"], want)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reloc never seen RELOCATING: %v", rows)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func pitSearch(t *testing.T, c *Cluster, i int, pit string, extra string) (int, map[string]any) {
 	t.Helper()
 	size := ""
@@ -820,6 +864,17 @@ func TestPITContextLossAfterKill(t *testing.T) {
 			t.Fatalf("cluster still has %v nodes 60s after Kill", h["number_of_nodes"])
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+
+	// Unassigned copies: state UNASSIGNED, node JSON null.
+	code, out = call(t, c, ask, "GET", "/_cat/shards/pit-one?format=json&h=index,shard,prirep,state,node", "")
+	if code != 200 {
+		t.Fatalf("_cat/shards: %d %s", code, out)
+	}
+	for _, r := range decodeList(t, out) {
+		if v, has := r["node"]; r["state"] != "UNASSIGNED" || !has || v != nil {
+			t.Errorf("_cat/shards row of a dead node's shard = %v, want state UNASSIGNED and node null", r)
+		}
 	}
 
 	// Node gone. SPEC DIFFERS: while the node is out of the cluster the
