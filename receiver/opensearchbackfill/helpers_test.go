@@ -365,3 +365,21 @@ func seedForeign(t testing.TB, base, index string, n int) []string {
 	})
 	return ids
 }
+
+// httpGetJSON GETs a URL (from any goroutine) and returns the body of a
+// 200 answer.
+func httpGetJSON(url string) ([]byte, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != 200 {
+		return nil, fmt.Errorf("GET %s: HTTP %d: %.300s", url, resp.StatusCode, b)
+	}
+	return b, nil
+}
