@@ -67,6 +67,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	bin, err := demo.EnsureCollector(ctx, root, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
+		if ctx.Err() != nil {
+			return 130
+		}
 		return 1
 	}
 
@@ -110,6 +113,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "osrdemo: starting the cluster: %v\n", err)
+		if ctx.Err() != nil {
+			return 130
+		}
 		return 1
 	}
 	defer b.Close()
@@ -121,7 +127,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}{{true, "routed"}, {false, "roundrobin"}} {
 		res, err := demo.RunOnce(ctx, b, o, r.routing, r.dataset)
 		if err != nil {
-			if errors.Is(err, context.Canceled) {
+			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 				fmt.Fprintln(stderr, "osrdemo: interrupted; everything stopped")
 				return 130
 			}
