@@ -23,7 +23,7 @@ func docsLines(index, prefix string, n int) []string {
 }
 
 func TestStopNodePromotesReplicasAndKeepsAckedWrites(t *testing.T) {
-	c := StartT(t, Options{Nodes: 3, NoHopLatency: true, DetectionDelay: 50 * time.Millisecond, RecoveryTime: 300 * time.Millisecond})
+	c := StartT(t, Options{Nodes: 3, NoHopLatency: true, DetectionDelay: 50 * time.Millisecond, RecoveryTime: 600 * time.Millisecond})
 	createIndex(t, c.Addr(0), "s", 3, 1, "")
 	m := mustOK(t, "POST", c.Addr(0)+"/_bulk", bulkBody(docsLines("s", "a", 200)...))
 	if m["errors"] != false {
@@ -161,13 +161,19 @@ func TestFullQueueRejectsShardGroupWith429(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if res[0]["errors"] != false {
-		t.Errorf("first bulk: %v", res[0])
+	// One bulk holds the only worker for 150ms; the other, arriving while
+	// it does, finds no queue. Under heavy load either may come first.
+	ok, rej := res[0], res[1]
+	if ok["errors"] != false {
+		ok, rej = rej, ok
 	}
-	if res[1]["errors"] != true {
-		t.Fatalf("second bulk not rejected: %v", res[1])
+	if ok["errors"] != false {
+		t.Fatalf("neither bulk succeeded: %v / %v", res[0], res[1])
 	}
-	for _, it := range items(res[1]) {
+	if rej["errors"] != true {
+		t.Fatalf("no bulk rejected: %v", rej)
+	}
+	for _, it := range items(rej) {
 		if it["status"] != 429.0 || get(it, "error", "type") != "rejected_execution_exception" {
 			t.Errorf("rejected item: %v", it)
 		}
@@ -230,7 +236,7 @@ func TestBlackholeAcceptsButNeverAnswers(t *testing.T) {
 }
 
 func TestRelocateShowsRelocatingThenMoves(t *testing.T) {
-	c := StartT(t, Options{Nodes: 3, NoHopLatency: true, RecoveryTime: 300 * time.Millisecond, DefaultReplicas: -1})
+	c := StartT(t, Options{Nodes: 3, NoHopLatency: true, RecoveryTime: 800 * time.Millisecond, DefaultReplicas: -1})
 	createIndex(t, c.Addr(0), "m", 1, 0, "")
 	mustOK(t, "POST", c.Addr(0)+"/_bulk", bulkBody(docsLines("m", "a", 50)...))
 	from := primaryNodeOf(t, c, "m", 0)
