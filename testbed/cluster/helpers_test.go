@@ -24,6 +24,10 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv("OSR_ORPHAN_HELPER") == "1" {
+		orphanHelper()
+		return
+	}
 	code := m.Run()
 	closeShared()
 	os.Exit(code)
@@ -213,4 +217,20 @@ func createIndex(t testing.TB, c *Cluster, name, body string) {
 	if m["acknowledged"] != true || m["shards_acknowledged"] != true {
 		t.Fatalf("create %s: %v", name, m)
 	}
+}
+
+// orphanHelper runs in a child test binary (TestOrphanedNodesExit): it starts
+// a 1-node cluster, reports the JVM's pid and waits to be killed.
+func orphanHelper() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, err := StartProcess(ctx, Options{Nodes: 1})
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(1)
+	}
+	fmt.Printf("PID=%d\n", c.PID(0))
+	time.Sleep(5 * time.Minute) // the parent kills this process long before
+	c.Close()
+	os.Exit(1)
 }

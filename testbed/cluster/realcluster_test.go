@@ -14,14 +14,17 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1081,5 +1084,60 @@ func TestTinyWriteQueue(t *testing.T) {
 	case <-p.done:
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the launcher did not exit within 30s after its stdin closed")
+	}
+}
+
+// TestOrphanedNodesExit: a test process that dies without any cleanup (what
+// a go test timeout panic does) leaves no node behind: the launcher notices
+// its stdin closing and exits.
+func TestOrphanedNodesExit(t *testing.T) {
+	closeShared()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "OSR_ORPHAN_HELPER=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	pidc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if l := sc.Text(); strings.HasPrefix(l, "PID=") || strings.HasPrefix(l, "ERR") {
+				pidc <- l
+				break
+			}
+		}
+		close(pidc)
+		io.Copy(io.Discard, out)
+	}()
+	var line string
+	select {
+	case line = <-pidc:
+	case <-time.After(10 * time.Minute):
+		t.Fatal("the helper did not start its node within 10 minutes")
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(line, "PID="))
+	if err != nil || pid <= 0 {
+		t.Fatalf("helper said %q", line)
+	}
+	if !alive(pid) {
+		t.Fatalf("node pid %d not alive before the helper died", pid)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	deadline := time.Now().Add(30 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(-pid, syscall.SIGKILL)
+			t.Fatalf("node pid %d still alive 30s after its test process died", pid)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
