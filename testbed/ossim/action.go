@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 )
 
 // action is one parsed bulk action/metadata line.
@@ -49,13 +50,17 @@ func fastString(b []byte, i int) (string, int, bool) {
 		return "", i, false
 	}
 	j := i + 1
+	ascii := true
 	for j < len(b) && b[j] != '"' {
 		if b[j] == '\\' || b[j] < 0x20 {
 			return "", i, false
 		}
+		if b[j] >= 0x80 {
+			ascii = false
+		}
 		j++
 	}
-	if j >= len(b) {
+	if j >= len(b) || !ascii && !utf8.Valid(b[i+1:j]) {
 		return "", i, false
 	}
 	return string(b[i+1 : j]), j + 1, true

@@ -41,8 +41,6 @@ type Cluster struct {
 	dataStreams map[string]*dataStream
 	closed      bool
 	timers      []*time.Timer
-
-	pitSeq int64 // guarded by mu
 }
 
 type indexMeta struct {
