@@ -166,16 +166,28 @@ func nodeWithContexts(t testing.TB, c *ossim.Cluster) int {
 // A collector stopped mid-backfill resumes from its checkpoints: nothing is
 // missing, and at most one page per slice is delivered twice.
 func TestCheckpointResume(t *testing.T) {
+	store := newMemStorage()
+	checkpointScenario(t, storageID, func(t *testing.T) map[component.ID]component.Component { return hostExts(store) })
+	if store.sets == 0 {
+		t.Error("no checkpoint written")
+	}
+}
+
+// checkpointScenario runs a 4-slice read that stops mid-way (the "crash":
+// a page reaches the pipeline but the collector stops before its
+// checkpoint is written), then a second run that must resume, then a third
+// that must find every slice done, then a read with another query that
+// must ignore the checkpoints. id is the storage extension's id; exts gives each run's extensions (a new
+// storage extension per run, as after a process restart).
+func checkpointScenario(t *testing.T, id component.ID, exts func(t *testing.T) map[component.ID]component.Component) {
 	c := newCluster(t)
 	createIndex(t, c.Addr(0), "events", 3, 1)
 	ids := seedForeign(t, c.Addr(0), "events", 4000)
-	store := newMemStorage()
-	exts := map[component.ID]component.Component{storageID: store}
 
 	cfg := testConfig(c.Addrs(), "events")
 	cfg.Slices = 4
 	cfg.PageSize = 100
-	cfg.Storage = &storageID
+	cfg.Storage = &id
 	first := newIDSink()
 	stopped := make(chan struct{})
 	var stopOnce sync.Once
@@ -183,13 +195,11 @@ func TestCheckpointResume(t *testing.T) {
 		if call <= 10 {
 			return true, nil
 		}
-		// The "crash": this page reaches the pipeline, but the collector
-		// stops before the checkpoint is written.
 		stopOnce.Do(func() { close(stopped) })
 		<-ctx.Done()
 		return true, ctx.Err()
 	}
-	h1, err := startReceiver(t, cfg, first, exts)
+	h1, err := startReceiver(t, cfg, first, exts(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,12 +212,9 @@ func TestCheckpointResume(t *testing.T) {
 	if len(got1) == 0 || len(got1) >= len(ids) {
 		t.Fatalf("first run delivered %d of %d", len(got1), len(ids))
 	}
-	if len(store.data) == 0 {
-		t.Fatal("no checkpoint written")
-	}
 
 	second := newIDSink()
-	h2 := mustStart(t, cfg, second, exts)
+	h2 := mustStart(t, cfg, second, exts(t))
 	h2.wait(t, 60*time.Second)
 	got2 := second.snapshot()
 	union := map[string]int{}
@@ -236,18 +243,29 @@ func TestCheckpointResume(t *testing.T) {
 	if !h2.host.completed() {
 		t.Error("completion not reported")
 	}
+	if got := h2.metric(t, "otelcol.opensearchbackfill.checkpoints", map[string]string{"outcome": "ok"}); got < 4 {
+		t.Errorf("checkpoints metric = %d", got)
+	}
+	// Each run stops before the next starts, as a restarted collector does
+	// (a file storage keeps its database locked while a client is open).
+	if err := h2.r.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	// A third start finds every slice done and reads nothing.
 	third := newIDSink()
-	h3 := mustStart(t, cfg, third, exts)
+	h3 := mustStart(t, cfg, third, exts(t))
 	h3.wait(t, 10*time.Second)
 	if len(third.snapshot()) != 0 || !h3.host.completed() || h3.r.Stats().PITsOpened != 0 {
 		t.Errorf("third run read %d, stats %+v", len(third.snapshot()), h3.r.Stats())
+	}
+	if err := h3.r.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 	// A checkpoint of another read is ignored.
 	cfg4 := *cfg
 	cfg4.Query = `{"range":{"n":{"gte":3990}}}`
 	fourth := newIDSink()
-	h4 := mustStart(t, &cfg4, fourth, exts)
+	h4 := mustStart(t, &cfg4, fourth, exts(t))
 	h4.wait(t, 30*time.Second)
 	if len(fourth.snapshot()) != 10 {
 		t.Errorf("changed query read %d, want 10", len(fourth.snapshot()))

@@ -146,6 +146,7 @@ type harness struct {
 func startReceiver(t testing.TB, cfg *Config, next any, exts map[component.ID]component.Component) (*harness, error) {
 	t.Helper()
 	set := receivertest.NewNopSettings(metadata.Type)
+	set.ID = component.NewID(metadata.Type) // stable across runs, as in a collector (storage keys use it)
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	set.MeterProvider = mp

@@ -213,9 +213,10 @@ func (r *backfillReceiver) Start(ctx context.Context, host component.Host) (err 
 // storage client. The checkpoints stay: a restart resumes from them.
 func (r *backfillReceiver) Shutdown(ctx context.Context) error {
 	if r.cancel == nil {
-		return nil // never started, or Start failed and cleaned up
+		return nil // never started, Start failed and cleaned up, or already shut down
 	}
 	r.cancel()
+	r.cancel = nil
 	r.wg.Wait()
 	var errs []error
 	for _, s := range r.slices {
@@ -228,14 +229,17 @@ func (r *backfillReceiver) Shutdown(ctx context.Context) error {
 	}
 	if r.reg != nil {
 		_ = r.reg.Unregister()
+		r.reg = nil
 	}
 	if r.router != nil {
 		r.router.Close()
+		r.router = nil
 	}
 	if r.store != nil {
 		if err := r.store.Close(ctx); err != nil {
 			errs = append(errs, err)
 		}
+		r.store = nil
 	}
 	if r.client != nil {
 		r.client.CloseIdleConnections()
