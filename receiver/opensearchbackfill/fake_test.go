@@ -3,6 +3,7 @@ package opensearchbackfill
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/goleak"
 
 	"github.com/opensearchrouted/opensearchrouted/internal/ss4o"
 )
@@ -278,4 +280,60 @@ func TestBackoffBounds(t *testing.T) {
 			t.Fatalf("waits %v", got)
 		}
 	}
+}
+
+// max_documents_per_second spaces the pages handed to the pipeline: 500
+// documents at 1,000/s in pages of 100 take at least 0.4 s (the first page
+// goes at once). A lower bound only: a loaded machine can only be slower.
+func TestRateLimitApplied(t *testing.T) {
+	hits := make([]string, 500)
+	for i := range hits {
+		hits[i] = hitJSON(fmt.Sprintf("d%03d", i), `{"n":1}`, i)
+	}
+	var pages []string
+	for from := 0; from < len(hits); from += 100 {
+		pages = append(pages, page(okShards, hits[from:from+100]...))
+	}
+	pages = append(pages, page(okShards))
+	f := newFakeServer(t, pages...)
+	cfg := testConfig([]string{f.URL}, "events")
+	cfg.Discovery.Enabled = false
+	cfg.PageSize = 100
+	cfg.MaxDocumentsPerSecond = 1000
+	sink := newIDSink()
+	start := time.Now()
+	h := mustStart(t, cfg, sink, nil)
+	h.wait(t, 30*time.Second)
+	if el := time.Since(start); el < 400*time.Millisecond {
+		t.Errorf("500 documents at 1000/s took %v", el)
+	}
+	if len(sink.snapshot()) != 500 {
+		t.Errorf("delivered %d", len(sink.snapshot()))
+	}
+}
+
+// Shutdown mid-read stops every goroutine the receiver started.
+func TestShutdownLeavesNoGoroutines(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	hits := make([]string, 50)
+	for i := range hits {
+		hits[i] = hitJSON(fmt.Sprintf("d%03d", i), `{"n":1}`, i)
+	}
+	f := newFakeServer(t, page(okShards, hits...))
+	cfg := testConfig([]string{f.URL}, "events")
+	cfg.PageSize = 50
+	cfg.Slices = 3
+	cfg.Mode = ModeFollow
+	cfg.PollInterval = 10 * time.Millisecond
+	sink := newIDSink()
+	h, err := startReceiver(t, cfg, sink, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool { return f.searchCount() > 6 })
+	if err := h.r.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 }
