@@ -42,12 +42,14 @@ type target interface {
 	Addr(i int) string
 	NodeName(i int) string
 	Kill(i int) error
+	Restart(i int) error
 }
 
 type emuTarget struct{ *Cluster }
 
 func (e emuTarget) NodeName(i int) string { return e.Node(i).Name() }
 func (e emuTarget) Kill(i int) error      { return e.StopNode(i) }
+func (e emuTarget) Restart(i int) error   { return e.RestartNode(i) }
 
 var normKeys = map[string]bool{
 	"took": true, "cluster_uuid": true, "uuid": true, "index_uuid": true, "creation_time": true,
@@ -386,6 +388,40 @@ func scenario(r *recorder) {
 	}
 	r.note("pit all lost after kill", map[string]any{"status": st, "type": get(m, "error", "type"), "root causes": roots,
 		"failed shard types": len(asList(get(m, "error", "failed_shards")))})
+
+	// The node comes back (the emulator's empty, the real one with its
+	// data): the contexts it held are gone for good.
+	if err := r.tg.Restart(victim); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(90 * time.Second)
+	for {
+		_, h := r.call("", ask, "GET", "/_cluster/health", "")
+		if h["number_of_nodes"] == 3.0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster has %v nodes 90s after the restart", h["number_of_nodes"])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	st, m = r.call("", ask, "POST", "/_search", pitBody(a["pit_id"]))
+	ftypes = nil
+	for _, f := range asList(get(m, "_shards", "failures")) {
+		ftypes = append(ftypes, get(f, "reason", "type"))
+	}
+	r.note("pit partial loss after restart", map[string]any{"status": st, "failed": get(m, "_shards", "failed"),
+		"failure types": ftypes, "hits are the surviving shards' docs": get(m, "hits", "total", "value") == float64(survivors)})
+	st, m = r.call("", ask, "POST", "/_search", pitBody(b["pit_id"]))
+	roots = nil
+	for _, c := range asList(get(m, "error", "root_cause")) {
+		roots = append(roots, get(c, "type"))
+	}
+	var fst []any
+	for _, f := range asList(get(m, "error", "failed_shards")) {
+		fst = append(fst, get(f, "reason", "type"))
+	}
+	r.note("pit all lost after restart", map[string]any{"status": st, "type": get(m, "error", "type"), "root causes": roots, "failed shards": fst})
 }
 
 func asMap(v any) map[string]any {
