@@ -74,6 +74,12 @@ type Run struct {
 	// later retry, and documents dropped as permanently failed.
 	Retried, Failed int64
 
+	// Direct and Unrouted are the exporter's documents.routed counts:
+	// sent straight to the primary's node, or not, by reason (warm-up
+	// included).
+	Direct   int64
+	Unrouted map[string]int64
+
 	Nodes   []NodeCounts     // per node, over this run
 	Windows map[string]int64 // the exporter's congestion window per node at the end
 	// P50 and P99 of per-node bulk request latency (seconds), from the
@@ -149,6 +155,14 @@ func (r *Run) FromMetrics(m Metrics) {
 	r.Conflicts = int64(m.Sum(docs, map[string]string{"outcome": "duplicate"}))
 	r.Retried = int64(m.Sum(docs, map[string]string{"outcome": "retried"}))
 	r.Failed = int64(m.Sum(docs, map[string]string{"outcome": "failed"}))
+	const routed = "otelcol_opensearchrouted_documents_routed"
+	r.Direct = int64(m.Sum(routed, map[string]string{"path": "direct"}))
+	r.Unrouted = map[string]int64{}
+	for _, s := range m {
+		if s.Name == routed && s.Labels["path"] == "unrouted" && s.Value > 0 {
+			r.Unrouted[s.Labels["reason"]] += int64(s.Value)
+		}
+	}
 	r.Windows = map[string]int64{}
 	// The logs and the traces exporter each report a window per node: show
 	// the larger.
@@ -193,6 +207,28 @@ func Format(w io.Writer, title string, runs ...Run) error {
 	})
 	row("duplicates stored", func(r Run) string { return fmt.Sprintf("%d", r.DuplicatesStored()) })
 	row("  retries absorbed as 409", func(r Run) string { return fmt.Sprintf("%d", r.Conflicts) })
+	row("sent to the primary's node", func(r Run) string {
+		var un int64
+		for _, n := range r.Unrouted {
+			un += n
+		}
+		return fmt.Sprintf("%d (%s)", r.Direct, pct(r.Direct, r.Direct+un))
+	})
+	row("  unrouted, by reason", func(r Run) string {
+		reasons := make([]string, 0, len(r.Unrouted))
+		for k := range r.Unrouted {
+			reasons = append(reasons, k)
+		}
+		sort.Strings(reasons)
+		parts := make([]string, len(reasons))
+		for i, k := range reasons {
+			parts[i] = fmt.Sprintf("%s %d", k, r.Unrouted[k])
+		}
+		if len(parts) == 0 {
+			return "0"
+		}
+		return strings.Join(parts, ", ")
+	})
 	if anyRun(runs, func(r Run) bool { return r.Forwarded() >= 0 }) {
 		row("items forwarded node→node", func(r Run) string {
 			f, recv := r.Forwarded(), r.Received()

@@ -13,6 +13,9 @@ otelcol_opensearchrouted_documents{outcome="indexed",signal="logs"} 900
 otelcol_opensearchrouted_documents{outcome="indexed",signal="traces"} 100
 otelcol_opensearchrouted_documents{outcome="duplicate",signal="logs"} 7
 otelcol_opensearchrouted_documents{outcome="retried",signal="traces"} 3
+otelcol_opensearchrouted_documents_routed{path="direct",reason="routed"} 990
+otelcol_opensearchrouted_documents_routed{path="unrouted",reason="unknown_index"} 10
+otelcol_opensearchrouted_documents_routed{path="unrouted",reason="no_id"} 0
 otelcol_opensearchrouted_node_window{node="node-0"} 4
 otelcol_opensearchrouted_node_window{node="node-0"} 6
 otelcol_opensearchrouted_node_window{node="node-1"} 8
@@ -30,8 +33,8 @@ func TestParseMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m) != 14 {
-		t.Fatalf("%d samples, want 14", len(m))
+	if len(m) != 17 {
+		t.Fatalf("%d samples, want 17", len(m))
 	}
 	last := m[len(m)-1]
 	if last.Name != "weird_name" || last.Labels["path"] != `a "quoted" \ value` || last.Labels["x"] != "1" || last.Value != 2.5 {
@@ -167,6 +170,7 @@ func TestFromMetricsAndFormat(t *testing.T) {
 		"routing removed 100.0% of the node-to-node forwards (500 → 0 items)",
 		"transport bytes 10000 B → 2000 B (-80%)",
 		"(500 rec/s)", "2000 B (2 B/doc)",
+		"sent to the primary's node", "990 (99.0%)", "unknown_index 10",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)

@@ -94,7 +94,10 @@ func RunOnce(ctx context.Context, b Backend, o Options, routing bool, dataset st
 	// measured load shows the steady state, not the first second.
 	warm, err := warmUp(ctx, o, load, routing, logsIdx, spansIdx, b.Seed())
 	run.LogsSent, run.SpansSent = warm.Logs, warm.Spans
-	if err != nil {
+	if errors.Is(err, errNotRouted) {
+		// Go on: the report shows why documents are unrouted.
+		fmt.Fprintf(progress, "%s: warm-up: %v; measuring anyway\n", run.Label, err)
+	} else if err != nil {
 		return run, fmt.Errorf("warm-up: %w (collector log: %s)", err, col.logPath)
 	}
 	if before, err = b.Counts(ctx); err != nil {
@@ -200,7 +203,7 @@ func warmUp(ctx context.Context, o Options, load Load, routing bool, logsIdx, sp
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	return total, errors.New("the exporter did not route a warm-up batch within 20 batches")
+	return total, errNotRouted
 }
 
 // waitStored waits until both indices hold at least want documents.
@@ -406,6 +409,8 @@ func httpDo(ctx context.Context, method, url string) (int, []byte, error) {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, body, err
 }
+
+var errNotRouted = errors.New("the exporter did not route a whole warm-up batch within 20 batches")
 
 // errNoNodes is returned when a stats answer lists no node.
 var errNoNodes = errors.New("demo: the cluster's stats list no node")
