@@ -250,14 +250,24 @@ func compareKeys(t *testing.T, what string, sent, got []string) {
 	}
 }
 
-// exportAll writes logs and traces through the exporter (no queue).
+// exportAll writes logs and traces through the exporter (no queue) to
+// rt-logs and rt-traces.
 func exportAll(t *testing.T, endpoints []string, ld plog.Logs, td ptrace.Traces) {
+	t.Helper()
+	exportWith(t, endpoints, ld, td, func(cfg *opensearchrouted.Config) {
+		cfg.LogsIndex = "rt-logs"
+		cfg.TracesIndex = "rt-traces"
+	})
+}
+
+// exportWith writes logs and traces through the exporter (no queue), with
+// its config changed by mut.
+func exportWith(t *testing.T, endpoints []string, ld plog.Logs, td ptrace.Traces, mut func(*opensearchrouted.Config)) {
 	t.Helper()
 	f := opensearchrouted.NewFactory()
 	cfg := f.CreateDefaultConfig().(*opensearchrouted.Config)
 	cfg.Endpoints = endpoints
-	cfg.LogsIndex = "rt-logs"
-	cfg.TracesIndex = "rt-traces"
+	mut(cfg)
 	cfg.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
 	cfg.RetryConfig.Enabled = false
 	cfg.Routing.NodeStatsInterval = 0
@@ -349,4 +359,36 @@ func TestRoundTripEmulator(t *testing.T) {
 	if got := th.metric(t, "otelcol_receiver_accepted_spans", nil); got != roundTripSpans/roundTripScale {
 		t.Errorf("accepted spans = %d", got)
 	}
+}
+
+// The exporter's default SS4O data streams (with its templates) read back
+// through the data stream name and through a pattern.
+func TestDataStreamsAndPatternsEmulator(t *testing.T) {
+	c := newCluster(t)
+	sentLogs, sentSpans := rtLogs(1500), rtSpans(500)
+	wantLogs, wantSpans := logKeys(t, sentLogs), spanKeys(t, sentSpans)
+	exportWith(t, c.Addrs(), sentLogs, sentSpans, func(cfg *opensearchrouted.Config) { cfg.InstallTemplates = true })
+	httpDo(t, "POST", c.Addr(0)+"/ss4o_*/_refresh", "")
+	for _, ix := range []string{"ss4o_logs-default-namespace", "ss4o_logs-*"} {
+		cfg := testConfig(c.Addrs(), ix)
+		cfg.Slices = 2
+		sink := new(consumertest.LogsSink)
+		h := mustStart(t, cfg, sink, nil)
+		h.wait(t, 60*time.Second)
+		got := plog.NewLogs()
+		for _, ld := range sink.AllLogs() {
+			ld.ResourceLogs().MoveAndAppendTo(got.ResourceLogs())
+		}
+		compareKeys(t, "log records from "+ix, wantLogs, logKeys(t, got))
+	}
+	cfg := testConfig(c.Addrs(), "ss4o_traces-default-namespace")
+	cfg.Signal = SignalTraces
+	sink := new(consumertest.TracesSink)
+	h := mustStart(t, cfg, sink, nil)
+	h.wait(t, 60*time.Second)
+	got := ptrace.NewTraces()
+	for _, td := range sink.AllTraces() {
+		td.ResourceSpans().MoveAndAppendTo(got.ResourceSpans())
+	}
+	compareKeys(t, "spans from the data stream", wantSpans, spanKeys(t, got))
 }
