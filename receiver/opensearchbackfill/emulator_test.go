@@ -102,23 +102,28 @@ func TestNodeRestartMidBackfillFourSlices(t *testing.T) {
 	cfg := testConfig(c.Addrs(), "events")
 	cfg.Slices = 4
 	cfg.PageSize = 100
-	var restarted atomic.Bool
+	var calls atomic.Int32
+	reached, restarted := make(chan struct{}), make(chan struct{})
 	sink := newIDSink()
-	sink.before = func(_ context.Context, call int, _ plog.Logs) (bool, error) {
-		if call == 12 && !restarted.Swap(true) {
-			// Restart a node that holds contexts of the open PITs.
-			node := nodeWithContexts(t, c)
-			if err := c.RestartNode(node); err != nil {
-				t.Error(err)
-			}
+	sink.before = func(context.Context, int, plog.Logs) (bool, error) {
+		if calls.Add(1) == 12 {
+			close(reached)
+			<-restarted // this page is delivered after the restart
 		}
 		return true, nil
 	}
 	h := mustStart(t, cfg, sink, nil)
-	h.wait(t, 90*time.Second)
-	if !restarted.Load() {
-		t.Fatal("the node was never restarted")
+	select {
+	case <-reached:
+	case <-h.r.done:
+		t.Fatal("the backfill ended before the restart")
 	}
+	// Restart a node that holds contexts of the open PITs.
+	if err := c.RestartNode(nodeWithContexts(t, c)); err != nil {
+		t.Fatal(err)
+	}
+	close(restarted)
+	h.wait(t, 90*time.Second)
 	checkAllOnce(t, sink.snapshot(), ids, true)
 	st := h.r.Stats()
 	if st.PITsRecreated < 1 || st.ContextLosses < 1 {
