@@ -321,6 +321,11 @@ func TestAdminEndpoints(t *testing.T) {
 	if !c.Node(2).Running() {
 		t.Error("restart via admin")
 	}
+	code, raw := doRaw(t, "GET", a+"/_ossim/shards/ad", "", nil)
+	var sh []map[string]any
+	if err := jsonUnmarshal(raw, &sh); code != 200 || err != nil || len(sh) != 2 || sh[0]["primary"] != true {
+		t.Errorf("admin shards: %d %s", code, raw)
+	}
 	st := mustOK(t, "GET", a+"/_ossim/stats", "")
 	if n := get(st, "nodes").([]any); len(n) != 3 || get(n[0], "name") != "node-0" {
 		t.Errorf("stats: %v", st)

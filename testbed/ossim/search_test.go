@@ -162,6 +162,11 @@ func TestPITPagingSlicesAndDelete(t *testing.T) {
 	if get(d, "pits", 0, "successful") != true || get(d, "pits", 0, "pit_id") != pit {
 		t.Errorf("delete pit: %v", d)
 	}
+	for _, s := range c.Stats() {
+		if s.PITContextsOpen != 0 {
+			t.Errorf("node %d still has %d PIT contexts after delete", s.Index, s.PITContextsOpen)
+		}
+	}
 	st, e = do(t, "POST", base+"/_search", fmt.Sprintf(`{"pit":{"id":%q},"size":1}`, pit))
 	if st != 404 || get(e, "error", "type") != "search_phase_execution_exception" ||
 		get(e, "error", "root_cause", 0, "type") != "search_context_missing_exception" ||
