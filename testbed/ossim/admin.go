@@ -17,6 +17,7 @@ import (
 //	POST /_ossim/nodes/<i>/queue?size=N
 //	POST /_ossim/nodes/<i>/blackhole?on=true|false
 //	POST /_ossim/nodes/<i>/reject_next?k=N
+//	POST /_ossim/nodes/<i>/reject_next_bulks?k=N
 //	POST /_ossim/relocate?index=<name>&shard=<n>&to=<node index>
 //
 // A fault request against the node it stops or blackholes is answered
@@ -153,6 +154,12 @@ func (q *request) adminNode(i int, what string) {
 		k, err = strconv.Atoi(q.q.Get("k"))
 		if err == nil {
 			err = c.RejectNext(i, k)
+		}
+	case "reject_next_bulks":
+		var k int
+		k, err = strconv.Atoi(q.q.Get("k"))
+		if err == nil {
+			err = c.RejectNextBulks(i, k)
 		}
 	default:
 		q.noHandler()

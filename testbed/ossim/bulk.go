@@ -79,6 +79,12 @@ func (q *request) handleBulk(defIndex string) {
 	n := q.n
 	start := time.Now()
 	n.st.bulkRequests.Add(1)
+	if takeOne(&n.rejectNextBulks) {
+		n.st.rejectedBulks.Add(1)
+		n.write.rejected.Add(1)
+		q.fail(429, "rejected_execution_exception", fmt.Sprintf("rejected execution of coordinating operation [coordinating_and_primary_bytes=0, replica_bytes=0, all_bytes=0, coordinating_operation_bytes=%d, max_coordinating_and_primary_bytes=0] on node %s", len(q.body), n.name))
+		return
+	}
 	items, perr := parseBulk(q.body, defIndex, q.q.Get("routing"))
 	if perr != nil {
 		q.fail(perr.status, perr.typ, perr.reason)
@@ -489,13 +495,16 @@ func (n *Node) executePrimary(ctx context.Context, im *indexMeta, shard int, ite
 	return true
 }
 
-func (n *Node) takeReject() bool {
+func (n *Node) takeReject() bool { return takeOne(&n.rejectNext) }
+
+// takeOne decrements a positive counter and reports whether it did.
+func takeOne(a *atomic.Int64) bool {
 	for {
-		k := n.rejectNext.Load()
+		k := a.Load()
 		if k <= 0 {
 			return false
 		}
-		if n.rejectNext.CompareAndSwap(k, k-1) {
+		if a.CompareAndSwap(k, k-1) {
 			return true
 		}
 	}

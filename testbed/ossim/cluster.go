@@ -555,6 +555,21 @@ func (c *Cluster) RejectNext(i, k int) error {
 	return nil
 }
 
+// RejectNextBulks makes node i refuse its next k client bulk requests as
+// a whole (HTTP 429 rejected_execution_exception), as a coordinating node
+// does when its write pool cannot take the request.
+func (c *Cluster) RejectNextBulks(i, k int) error {
+	n, err := c.nodeAt(i)
+	if err != nil {
+		return err
+	}
+	if k < 0 {
+		return fmt.Errorf("ossim: RejectNextBulks(%d): k must not be negative, got %d", i, k)
+	}
+	n.rejectNextBulks.Store(int64(k))
+	return nil
+}
+
 // Relocate moves the primary of index/shard to node toNode. The copy is
 // RELOCATING for RecoveryTime (writes reach both), then it lives on toNode.
 func (c *Cluster) Relocate(index string, shard, toNode int) error {

@@ -215,6 +215,27 @@ func TestRejectNext(t *testing.T) {
 	}
 }
 
+func TestRejectNextBulksRefusesWholeRequests(t *testing.T) {
+	c := StartT(t, Options{NoHopLatency: true, DefaultReplicas: -1})
+	createIndex(t, c.Addr(0), "wb", 1, 0, "")
+	mustOK(t, "POST", c.Addr(0)+"/_ossim/nodes/0/reject_next_bulks?k=1", "")
+	st, m := do(t, "POST", c.Addr(0)+"/_bulk", bulkBody(docsLines("wb", "a", 3)...))
+	if st != 429 || get(m, "error", "type") != "rejected_execution_exception" || m["status"] != 429.0 ||
+		get(m, "error", "root_cause", 0, "type") != "rejected_execution_exception" {
+		t.Errorf("whole-request rejection: %d %v", st, m)
+	}
+	m = mustOK(t, "POST", c.Addr(0)+"/_bulk", bulkBody(docsLines("wb", "a", 3)...))
+	if m["errors"] != false {
+		t.Errorf("next bulk: %v", m)
+	}
+	if s := c.NodeStats(0); s.RejectedBulks != 1 || s.ItemsPrimary != 3 || s.WriteRejected != 1 {
+		t.Errorf("counters: %+v", s)
+	}
+	if err := c.RejectNextBulks(0, -1); err == nil {
+		t.Error("negative k accepted")
+	}
+}
+
 func TestBlackholeAcceptsButNeverAnswers(t *testing.T) {
 	c := StartT(t, Options{Nodes: 2, NoHopLatency: true})
 	if err := c.Blackhole(1, true); err != nil {

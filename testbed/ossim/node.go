@@ -37,6 +37,7 @@ type Node struct {
 
 	latMean, latJitter atomic.Int64 // ns
 	rejectNext         atomic.Int64
+	rejectNextBulks    atomic.Int64
 
 	write *pool
 
@@ -62,7 +63,7 @@ type counters struct {
 	searchRequests, httpRequests       atomic.Int64
 	rxCount, rxBytes, txCount, txBytes atomic.Int64
 	forwardRetries, unavailableItems   atomic.Int64
-	replicaFailures                    atomic.Int64
+	replicaFailures, rejectedBulks     atomic.Int64
 }
 
 // NodeStats are a node's server-side counters.
@@ -93,6 +94,9 @@ type NodeStats struct {
 	// node rejected as primary with 429.
 	RejectedGroups int64 `json:"rejected_groups"`
 	RejectedItems  int64 `json:"rejected_items"`
+	// RejectedBulks: whole client bulks refused with HTTP 429 by this node
+	// as coordinator (RejectNextBulks).
+	RejectedBulks int64 `json:"rejected_bulks"`
 	// UnavailableItems: items failed with 503 (no primary in time).
 	UnavailableItems int64 `json:"unavailable_items"`
 	ReplicaFailures  int64 `json:"replica_failures"`
@@ -290,7 +294,7 @@ func (c *Cluster) ResetStats() {
 func (s *counters) reset() {
 	for _, a := range []*atomic.Int64{
 		&s.bulkRequests, &s.itemsReceived, &s.primaryWrites, &s.itemsPrimary, &s.replicaWrites, &s.itemsReplica,
-		&s.groupsForwarded, &s.itemsForwarded, &s.rejectedGroups, &s.rejectedItems, &s.hopRequests, &s.hopBytes,
+		&s.groupsForwarded, &s.itemsForwarded, &s.rejectedGroups, &s.rejectedItems, &s.rejectedBulks, &s.hopRequests, &s.hopBytes,
 		&s.searchRequests, &s.httpRequests, &s.rxCount, &s.rxBytes, &s.txCount, &s.txBytes,
 		&s.forwardRetries, &s.unavailableItems, &s.replicaFailures,
 	} {
@@ -331,7 +335,7 @@ func (n *Node) Stats() NodeStats {
 		ReplicaWrites: s.replicaWrites.Load(), ItemsReplica: s.itemsReplica.Load(),
 		GroupsForwarded: s.groupsForwarded.Load(), ItemsForwarded: s.itemsForwarded.Load(),
 		ForwardRetries: s.forwardRetries.Load(),
-		RejectedGroups: s.rejectedGroups.Load(), RejectedItems: s.rejectedItems.Load(),
+		RejectedGroups: s.rejectedGroups.Load(), RejectedItems: s.rejectedItems.Load(), RejectedBulks: s.rejectedBulks.Load(),
 		UnavailableItems: s.unavailableItems.Load(), ReplicaFailures: s.replicaFailures.Load(),
 		HopRequests: s.hopRequests.Load(), HopBytes: s.hopBytes.Load(),
 		RxCount: s.rxCount.Load(), RxBytes: s.rxBytes.Load(), TxCount: s.txCount.Load(), TxBytes: s.txBytes.Load(),
