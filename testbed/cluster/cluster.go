@@ -71,7 +71,9 @@ type Options struct {
 	StartTimeout time.Duration
 	// Logf receives progress lines (default: none).
 	Logf func(format string, args ...any)
-	// JVMArgs are extra JVM flags for every node.
+	// JVMArgs are extra JVM flags for every node, after the harness's own
+	// (later flags win: e.g. -XX:TieredStopAtLevel=4 restores the C2 JIT,
+	// which the harness turns off to start faster on 2 cores).
 	JVMArgs []string
 }
 
@@ -142,7 +144,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("real OpenSearch cluster: %v", err)
 	}
-	c.opts.Logf = nil // t.Logf must not outlive the test
+	c.opts.Logf = func(string, ...any) {} // t.Logf must not outlive the test
 	c.tb = t
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
@@ -181,11 +183,38 @@ func StartProcess(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	c.lock = lock
 	removeStaleDirs()
-	if err := c.start(ctx); err != nil {
+	// Ports are checked free before the nodes bind them; another process
+	// may take one in between: then start again once on new ports.
+	for attempt := 1; ; attempt++ {
+		err := c.start(ctx)
+		if err == nil {
+			return c, nil
+		}
+		if attempt == 1 && strings.Contains(err.Error(), "Address already in use") {
+			logf("cluster: a port was taken while starting; retrying on new ports: %v", firstLine(err.Error()))
+			c.abort()
+			continue
+		}
 		c.Close()
 		return nil, err
 	}
-	return c, nil
+}
+
+// abort kills the nodes of a failed start and forgets them.
+func (c *Cluster) abort() {
+	for i := range c.nodes {
+		_ = c.terminate(i, 0)
+	}
+	c.nodes = nil
+	if c.ownDir {
+		os.RemoveAll(c.dir)
+	}
+	c.dir, c.ownDir = "", false
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // removeStaleDirs deletes the temporary directories of clusters whose test
@@ -279,7 +308,7 @@ func (c *Cluster) start(ctx context.Context) error {
 			return fmt.Errorf("cluster: Options.Dir: %w", err)
 		}
 	}
-	ports, err := freePorts(2 * n)
+	ports, err := pickPorts(2 * n)
 	if err != nil {
 		return err
 	}
@@ -324,6 +353,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	return nil
 }
+
+// pickPorts is freePorts; tests replace it to provoke a port clash.
+var pickPorts = freePorts
 
 // freePorts picks distinct ports below the kernel's ephemeral range that can
 // be bound on 127.0.0.1 right now.

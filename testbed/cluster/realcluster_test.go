@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -934,7 +935,30 @@ func checkPartial(t *testing.T, code int, r map[string]any, lost, survivors int,
 // the shared one, so it runs last.
 func TestTinyWriteQueue(t *testing.T) {
 	closeShared()
+	// The first ports offered are taken: Start must retry on new ones.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busyPort := busy.Addr().(*net.TCPAddr).Port
+	offered := 0
+	pickPorts = func(n int) ([]int, error) {
+		offered++
+		if offered == 1 {
+			p, err := freePorts(n)
+			if err == nil {
+				p[0] = busyPort
+			}
+			return p, err
+		}
+		return freePorts(n)
+	}
+	defer func() { pickPorts = freePorts }()
 	c := Start(t, Options{Nodes: 1, WriteThreads: 1, WriteQueueSize: 1})
+	if offered != 2 || c.Addr(0) == "http://127.0.0.1:"+strconv.Itoa(busyPort) {
+		t.Fatalf("ports offered %d times, node on %s (busy port %d): want a retry on new ports", offered, c.Addr(0), busyPort)
+	}
 	info := mustCall(t, c, 0, "GET", "/_nodes/_local/http,os,thread_pool", "", 200)
 	for _, n := range obj(t, info["nodes"], "nodes") {
 		if num(t, at(n, "thread_pool", "write", "size"), "size") != 1 || num(t, at(n, "thread_pool", "write", "queue_size"), "queue_size") != 1 {

@@ -129,7 +129,11 @@ public final class Launcher {
         try {
             node = start(flags);
         } catch (Throwable e) {
-            out.println(FAILED + " " + e);
+            StringBuilder why = new StringBuilder(String.valueOf(e));
+            for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+                why.append(" | caused by: ").append(c);
+            }
+            out.println(FAILED + " " + why);
             e.printStackTrace(System.err);
             Runtime.getRuntime().halt(1);
             return;
