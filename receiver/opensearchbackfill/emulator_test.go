@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/goleak"
 
 	"github.com/opensearchrouted/opensearchrouted/testbed/ossim"
 )
@@ -346,10 +347,24 @@ func TestConsumerRetriesExhaustedFailSlice(t *testing.T) {
 
 func TestUnknownIndexFailsAtStart(t *testing.T) {
 	c := newCluster(t)
-	cfg := testConfig(c.Addrs(), "no-such-index")
+	createIndex(t, c.Addr(0), "events", 1, 0)
+	cfg := testConfig(c.Addrs(), "events", "no-such-index")
+	cfg.Slices = 2
+	ignore := goleak.IgnoreCurrent()
 	_, err := startReceiver(t, cfg, newIDSink(), nil)
 	if err == nil || !strings.Contains(err.Error(), "no-such-index") || !strings.Contains(err.Error(), "index_not_found_exception") {
 		t.Fatalf("err = %v", err)
+	}
+	// A failed Start leaves nothing running (discovery, PITs); idle
+	// keep-alive connections of the collector's HTTP client may remain
+	// until its transport closes them (confighttp wraps the transport).
+	goleak.VerifyNone(t, ignore,
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"))
+	_, b := httpDo(t, "GET", c.Addr(0)+"/_search/point_in_time/_all", "")
+	if strings.Contains(string(b), `"index"`) {
+		t.Errorf("PITs left open: %s", b)
 	}
 }
 

@@ -117,7 +117,7 @@ func (r *backfillReceiver) Start(ctx context.Context, host component.Host) (err 
 	r.host = host
 	cleanup := func() {
 		for _, s := range r.slices {
-			if s.pag != nil {
+			if s != nil && s.pag != nil {
 				_ = s.pag.Close(ctx)
 				s.pag = nil
 			}
@@ -129,6 +129,13 @@ func (r *backfillReceiver) Start(ctx context.Context, host component.Host) (err 
 		if r.store != nil {
 			_ = r.store.Close(ctx)
 			r.store = nil
+		}
+		if r.reg != nil {
+			_ = r.reg.Unregister()
+			r.reg = nil
+		}
+		if r.client != nil {
+			r.client.CloseIdleConnections()
 		}
 	}
 	defer func() {
