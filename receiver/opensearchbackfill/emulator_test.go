@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -407,4 +408,24 @@ func waitFor(t testing.TB, d time.Duration, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// start_time (inclusive) and end_time (exclusive) combine with query.
+func TestTimeRangeAndQuery(t *testing.T) {
+	c := newCluster(t)
+	createIndex(t, c.Addr(0), "events", 2, 0)
+	seedForeign(t, c.Addr(0), "events", 1000) // @timestamp = t0 + (i % 500) ms
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	cfg := testConfig(c.Addrs(), "events")
+	cfg.StartTime = t0.Add(100 * time.Millisecond)
+	cfg.EndTime = t0.Add(200 * time.Millisecond)
+	cfg.Query = `{"range":{"n":{"lt":500}}}`
+	sink := newIDSink()
+	h := mustStart(t, cfg, sink, nil)
+	h.wait(t, 30*time.Second)
+	var want []string
+	for i := 100; i < 200; i++ {
+		want = append(want, fmt.Sprintf("doc-%05d", i))
+	}
+	checkAllOnce(t, sink.snapshot(), want, true)
 }
