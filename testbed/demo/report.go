@@ -20,7 +20,8 @@ type NodeCounts struct {
 	// holding their primary (emulator only; -1 when unknown).
 	Forwarded int64
 	// Primary: items written on this node as primary (emulator), or
-	// documents indexed here, primaries and replicas (real OpenSearch).
+	// index operations on this node, primaries and replicas (real
+	// OpenSearch, indices.indexing.index_total). The "written" column.
 	Primary int64
 	// TransportTxBytes: bytes the node sent to other nodes (both backends:
 	// forwards and replication).
@@ -246,7 +247,7 @@ func Format(w io.Writer, title string, runs ...Run) error {
 		return fmt.Sprintf("%s (%.0f B/doc)", fmtBytes(tb), float64(tb)/float64(r.Measured))
 	})
 	for _, name := range nodeNames(runs) {
-		row("  "+name+" received / primary", func(r Run) string {
+		row("  "+name+" received / written", func(r Run) string {
 			for _, n := range r.Nodes {
 				if n.Name == name {
 					if n.Received < 0 {

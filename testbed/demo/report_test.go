@@ -163,7 +163,7 @@ func TestFromMetricsAndFormat(t *testing.T) {
 	for _, want := range []string{
 		"records sent (logs + spans)", "1000 (900 + 100)",
 		"items forwarded node→node", "0 (0.0% of received)", "500 (50.0% of received)",
-		"node-0 received / primary", "500 / 500",
+		"node-0 received / written", "500 / 500",
 		"windows at the end (per node)", "6 / 8",
 		"bulk request p50 / p99", "10.0ms", "20.0ms",
 		"exactly once", "yes",

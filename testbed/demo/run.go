@@ -163,13 +163,15 @@ func RunOnce(ctx context.Context, b Backend, o Options, routing bool, dataset st
 }
 
 // warmUp sends batches of 100 logs and 100 spans until the exporter
-// reports a batch routed straight to the primaries' nodes (at most 20
-// batches, 250ms apart); with routing off, one batch. It waits until the
-// warm-up records are stored.
+// reports a whole batch routed straight to the primaries' nodes; with
+// routing off, one batch. Batches go 250ms apart at first, then every 2s,
+// for at most 45s (longer than the exporter's default 30s periodic
+// topology refresh). It waits until the warm-up records are stored.
 func warmUp(ctx context.Context, o Options, load Load, routing bool, logsIdx, spansIdx, seed string) (Sent, error) {
 	var total Sent
 	const n = 100
-	for i := 0; i < 20; i++ {
+	deadline := time.Now().Add(45 * time.Second)
+	for i := 0; ; i++ {
 		m0, err := scrape(ctx, o.MetricsPort)
 		if err != nil {
 			return total, err
@@ -197,13 +199,19 @@ func warmUp(ctx context.Context, o Options, load Load, routing bool, logsIdx, sp
 		if m1.Sum(routed, direct)-m0.Sum(routed, direct) >= 2*n {
 			return total, nil
 		}
+		if time.Now().After(deadline) {
+			return total, errNotRouted
+		}
+		pause := 250 * time.Millisecond
+		if i >= 8 {
+			pause = 2 * time.Second
+		}
 		select {
 		case <-ctx.Done():
 			return total, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(pause):
 		}
 	}
-	return total, errNotRouted
 }
 
 // waitStored waits until both indices hold at least want documents.
@@ -410,7 +418,7 @@ func httpDo(ctx context.Context, method, url string) (int, []byte, error) {
 	return resp.StatusCode, body, err
 }
 
-var errNotRouted = errors.New("the exporter did not route a whole warm-up batch within 20 batches")
+var errNotRouted = errors.New("the exporter did not route a whole warm-up batch within 45s")
 
 // errNoNodes is returned when a stats answer lists no node.
 var errNoNodes = errors.New("demo: the cluster's stats list no node")
