@@ -68,6 +68,11 @@ func TestComponentLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	subAll, err := cm.Sub(component.NewIDWithName(metadata.Type, "all").String())
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	for _, sig := range []pipeline.Signal{pipeline.SignalLogs, pipeline.SignalTraces} {
 		t.Run(sig.String()+"-lifecycle", func(t *testing.T) {
 			cfg := f.CreateDefaultConfig().(*Config)
@@ -75,48 +80,18 @@ func TestComponentLifecycle(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg.Endpoint = sim.Addr(0)
-			reader := sdkmetric.NewManualReader()
-			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-			defer func() { _ = mp.Shutdown(context.Background()) }()
-			set := exportertest.NewNopSettings(metadata.Type)
-			set.MeterProvider = mp
-
-			var c component.Component
-			var target string
-			switch sig {
-			case pipeline.SignalLogs:
-				e, err := f.CreateLogs(context.Background(), set, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				c, target = e, "ss4o_logs-default-namespace"
-				if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-					t.Fatal(err)
-				}
-				if err := e.ConsumeLogs(context.Background(), makeLogs(0, 300)); err != nil {
-					t.Fatal(err)
-				}
-			case pipeline.SignalTraces:
-				e, err := f.CreateTraces(context.Background(), set, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				c, target = e, "ss4o_traces-default-namespace"
-				if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-					t.Fatal(err)
-				}
-				if err := e.ConsumeTraces(context.Background(), makeSpans(0, 300)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// Shutdown drains the sending queue: everything accepted is stored.
-			if err := c.Shutdown(context.Background()); err != nil {
+			lifecycle(t, f, cfg, sig, sim, "ss4o_logs-default-namespace", "ss4o_traces-default-namespace")
+		})
+		// Every key of testdata/config.yaml set (gzip, templates, fixed
+		// indices, attribute ids, routing off, small bulks), pointed at
+		// the emulator.
+		t.Run(sig.String()+"-lifecycle-every-key", func(t *testing.T) {
+			cfg := f.CreateDefaultConfig().(*Config)
+			if err := subAll.Unmarshal(cfg); err != nil {
 				t.Fatal(err)
 			}
-			if n := countDocs(t, sim.Addr(1), target); n != 300 {
-				t.Fatalf("%s holds %d documents after shutdown, want 300", target, n)
-			}
-			checkRecordedAttributes(t, reader)
+			cfg.Endpoints = sim.Addrs()[:2]
+			lifecycle(t, f, cfg, sig, sim, "app-logs", "app-traces")
 		})
 		t.Run(sig.String()+"-shutdown-without-start", func(t *testing.T) {
 			cfg := f.CreateDefaultConfig().(*Config)
@@ -137,6 +112,56 @@ func TestComponentLifecycle(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lifecycle creates the signal's exporter with cfg through the factory,
+// starts it, sends 300 records, shuts it down (which drains the queue) and
+// checks they are all stored and that the recorded metrics match
+// metadata.yaml.
+func lifecycle(t *testing.T, f exporter.Factory, cfg *Config, sig pipeline.Signal, sim *ossim.Cluster, logsTarget, tracesTarget string) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() { _ = mp.Shutdown(context.Background()) }()
+	set := exportertest.NewNopSettings(metadata.Type)
+	set.MeterProvider = mp
+
+	var c component.Component
+	var target string
+	switch sig {
+	case pipeline.SignalLogs:
+		e, err := f.CreateLogs(context.Background(), set, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, target = e, logsTarget
+		if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.ConsumeLogs(context.Background(), makeLogs(0, 300)); err != nil {
+			t.Fatal(err)
+		}
+	case pipeline.SignalTraces:
+		e, err := f.CreateTraces(context.Background(), set, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, target = e, tracesTarget
+		if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.ConsumeTraces(context.Background(), makeSpans(0, 300)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Shutdown drains the sending queue: everything accepted is stored.
+	if err := c.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := countDocs(t, sim.Addr(1), target); n != 300 {
+		t.Fatalf("%s holds %d documents after shutdown, want 300", target, n)
+	}
+	checkRecordedAttributes(t, reader)
 }
 
 // countDocs refreshes target and returns its document count.
