@@ -1,6 +1,7 @@
 package ossim
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -182,4 +183,63 @@ func parseDuration(s string) (time.Duration, error) {
 		return d, nil
 	}
 	return parseTimeValue(s)
+}
+
+// handleReroute serves POST /_cluster/reroute with "move" commands
+// ({"index","shard","from_node","to_node"}, nodes by name or id); other
+// commands are refused.
+func (q *request) handleReroute() {
+	body, ok := q.decodeBody()
+	if !ok {
+		return
+	}
+	c := q.n.c
+	cmds, _ := body["commands"].([]any)
+	for _, x := range cmds {
+		m, _ := x.(map[string]any)
+		mv, ok := m["move"].(map[string]any)
+		if !ok || len(m) != 1 {
+			q.fail(400, "illegal_argument_exception", "ossim: only the move reroute command is supported")
+			return
+		}
+		index, _ := mv["index"].(string)
+		shard, _ := toScalar(mv["shard"])
+		from, to := c.nodeByName(mv["from_node"]), c.nodeByName(mv["to_node"])
+		if from < 0 || to < 0 {
+			q.fail(400, "illegal_argument_exception", fmt.Sprintf("failed to resolve [from_node] %v or [to_node] %v", mv["from_node"], mv["to_node"]))
+			return
+		}
+		if err := c.relocate(index, int(shard.num), from, to); err != nil {
+			q.fail(400, "illegal_argument_exception", err.Error())
+			return
+		}
+	}
+	q.reply(200, []byte(`{"acknowledged":true}`))
+}
+
+// nodeByName returns the index of the node with that name or id, or -1.
+func (c *Cluster) nodeByName(v any) int {
+	s, _ := v.(string)
+	for _, n := range c.nodes {
+		if s != "" && (n.name == s || n.id == s) {
+			return n.idx
+		}
+	}
+	return -1
+}
+
+// handleClusterSettings accepts PUT /_cluster/settings and echoes it; the
+// emulator has no dynamic cluster settings.
+func (q *request) handleClusterSettings() {
+	body, ok := q.decodeBody()
+	if !ok {
+		return
+	}
+	out := map[string]any{"acknowledged": true, "persistent": map[string]any{}, "transient": map[string]any{}}
+	for _, k := range []string{"persistent", "transient"} {
+		if v, ok := body[k].(map[string]any); ok {
+			out[k] = v
+		}
+	}
+	q.replyJSON(200, out)
 }

@@ -573,6 +573,12 @@ func (c *Cluster) RejectNextBulks(i, k int) error {
 // Relocate moves the primary of index/shard to node toNode. The copy is
 // RELOCATING for RecoveryTime (writes reach both), then it lives on toNode.
 func (c *Cluster) Relocate(index string, shard, toNode int) error {
+	return c.relocate(index, shard, -1, toNode)
+}
+
+// relocate moves the copy of index/shard on node from (-1: the primary)
+// to node to.
+func (c *Cluster) relocate(index string, shard, from, toNode int) error {
 	to, err := c.nodeAt(toNode)
 	if err != nil {
 		return err
@@ -587,37 +593,48 @@ func (c *Cluster) Relocate(index string, shard, toNode int) error {
 		return fmt.Errorf("ossim: Relocate: index [%s] has no shard %d", index, shard)
 	}
 	g := im.shards[shard]
-	prim := g.primaryCopy()
-	if prim == nil || prim.node == nil || prim.state != StateStarted {
-		return fmt.Errorf("ossim: Relocate: primary of [%s][%d] is not STARTED", index, shard)
+	sc := g.primaryCopy()
+	if from >= 0 {
+		sc = nil
+		for _, x := range g.copies {
+			if x.node != nil && x.node.idx == from {
+				sc = x
+			}
+		}
+		if sc == nil {
+			return fmt.Errorf("ossim: Relocate: node %d holds no copy of [%s][%d]", from, index, shard)
+		}
+	}
+	if sc == nil || sc.node == nil || sc.state != StateStarted {
+		return fmt.Errorf("ossim: Relocate: the copy of [%s][%d] is not STARTED", index, shard)
 	}
 	if !to.joined {
 		return fmt.Errorf("ossim: Relocate: node %d is not in the cluster", toNode)
 	}
-	for _, sc := range g.copies {
-		if sc.node == to {
+	for _, x := range g.copies {
+		if x.node == to || x.relocTo == to {
 			return fmt.Errorf("ossim: Relocate: node %d already holds a copy of [%s][%d]", toNode, index, shard)
 		}
 	}
-	prim.state = StateRelocating
-	prim.relocTo = to
-	prim.gen++
+	sc.state = StateRelocating
+	sc.relocTo = to
+	sc.gen++
 	to.ensureStore(im, shard)
-	gen := prim.gen
+	gen := sc.gen
 	c.afterLocked(c.opts.RecoveryTime, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if prim.gen != gen || prim.relocTo != to || prim.node == nil {
+		if sc.gen != gen || sc.relocTo != to || sc.node == nil {
 			return
 		}
-		src := prim.node.store(im.uuid, shard)
+		src := sc.node.store(im.uuid, shard)
 		if dst := to.store(im.uuid, shard); src != nil && dst != nil {
 			dst.mergeFrom(src)
 		}
-		old := prim.node
-		prim.node, prim.relocTo, prim.state = to, nil, StateStarted
-		prim.allocID = randomID(22)
-		prim.gen++
+		old := sc.node
+		sc.node, sc.relocTo, sc.state = to, nil, StateStarted
+		sc.allocID = randomID(22)
+		sc.gen++
 		old.dropStore(im.uuid, shard)
 	})
 	return nil

@@ -51,6 +51,14 @@ func (n *Node) route(q *request) {
 			q.handleClusterState(segs[2:])
 			return
 		}
+		if m == http.MethodPost && len(segs) == 2 && segs[1] == "reroute" {
+			q.handleReroute()
+			return
+		}
+		if m == http.MethodPut && len(segs) == 2 && segs[1] == "settings" {
+			q.handleClusterSettings()
+			return
+		}
 	case "_index_template":
 		if len(segs) == 2 {
 			switch {
