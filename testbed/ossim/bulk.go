@@ -475,7 +475,7 @@ func (n *Node) executePrimary(ctx context.Context, im *indexMeta, shard int, ite
 		if it.op == "delete" {
 			st.deleteLocked(it.id)
 		} else {
-			st.putLocked(storedDoc{id: it.id, routing: it.routing, source: it.source, seqNo: r.seqNo, version: r.version, term: term})
+			st.putAtLocked(pos, exists, storedDoc{id: it.id, routing: it.routing, source: it.source, seqNo: r.seqNo, version: r.version, term: term})
 		}
 		it.res = r
 	}

@@ -66,6 +66,20 @@ func (s *shardStore) putLocked(d storedDoc) {
 	}
 }
 
+// putAtLocked stores d at pos when exists (pos from lookupLocked), else
+// appends it: one map operation instead of two. Must hold s.mu.
+func (s *shardStore) putAtLocked(pos int32, exists bool, d storedDoc) {
+	if exists {
+		s.docs[pos] = d
+	} else {
+		s.ids[d.id] = int32(len(s.docs))
+		s.docs = append(s.docs, d)
+	}
+	if d.seqNo > s.maxSeq {
+		s.maxSeq = d.seqNo
+	}
+}
+
 // deleteLocked removes id (swap with the last document). Must hold s.mu.
 func (s *shardStore) deleteLocked(id string) {
 	i, ok := s.ids[id]
