@@ -286,8 +286,13 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 		e.router.MarkAlive(node)
 	}
 
+	// A Done item tells where the write really landed: an _index other
+	// than the cached write index of its data stream means a rollover; a
+	// target the topology does not know means the write created it (or it
+	// is an alias): both ask for a refresh.
 	rollover := false
 	var lastTarget, lastWrite string
+	lastKnown := true
 	topo := e.router.Topology()
 	for k, it := range j.items {
 		o := j.out[k]
@@ -296,19 +301,23 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 		if cls == bulk.Retry && (o.Status == 429 || o.ErrorType == "rejected_execution_exception" || o.ErrorType == "es_rejected_execution_exception") {
 			wo = routing.Rejected
 		}
-		if cls == bulk.Done && o.Index != "" && !rollover && topo != nil {
-			target, _, _ := c.batch.Item(it)
-			if target != lastTarget {
-				lastTarget, lastWrite = target, ""
-				if topo.IsDataStream(target) {
-					if wi, ok := topo.WriteIndex(target); ok {
-						lastWrite = wi.Name
-					}
-				}
+		if cls != bulk.Done || o.Index == "" || topo == nil {
+			continue
+		}
+		target, _, _ := c.batch.Item(it)
+		if target != lastTarget {
+			lastTarget, lastWrite = target, ""
+			wi, ok := topo.WriteIndex(target)
+			lastKnown = ok
+			if ok && topo.IsDataStream(target) {
+				lastWrite = wi.Name
 			}
-			if lastWrite != "" && o.Index != lastWrite {
-				rollover = true
+			if !ok {
+				e.router.Seen(target)
 			}
+		}
+		if lastKnown && lastWrite != "" && o.Index != lastWrite {
+			rollover = true
 		}
 	}
 	if wo == routing.Rejected && reqOutcome == "ok" {

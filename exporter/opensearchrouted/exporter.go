@@ -40,6 +40,7 @@ type osExporter struct {
 	log    *zap.Logger
 	signal signal
 
+	shared *shared // set between start and shutdown
 	router *routing.Router
 	client *bulk.Client
 	http   *http.Client
@@ -64,15 +65,66 @@ func newExporter(cfg *Config, set exporter.Settings, sig signal) (*osExporter, e
 }
 
 func (e *osExporter) start(ctx context.Context, host component.Host) error {
+	sh, err := acquireShared(ctx, e, host)
+	if err != nil {
+		return err
+	}
+	e.shared = sh
+	e.router, e.client, e.http = sh.router, sh.client, sh.http
+	if e.cfg.InstallTemplates {
+		if err := installTemplates(ctx, e.http, e.cfg.seeds(), e.signal); err != nil {
+			releaseShared(e.cfg)
+			e.shared = nil
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *osExporter) shutdown(context.Context) error {
+	if e.shared == nil {
+		return nil
+	}
+	e.shared = nil
+	return releaseShared(e.cfg)
+}
+
+// shared is what the logs and traces exporters of one configured component
+// have in common: the HTTP client, the router (topology, node health and
+// the congestion windows) and the bulk client. Both signals write into the
+// same nodes' write thread pools, so one window per node must bound both.
+type shared struct {
+	refs   int
+	shared *shared // set between start and shutdown
+	router *routing.Router
+	client *bulk.Client
+	http   *http.Client
+	tel    *telemetry // the first exporter's: observes the node gauges
+}
+
+var (
+	sharedMu sync.Mutex
+	shareds  = map[*Config]*shared{} // by the component's config: one per component id
+)
+
+// acquireShared returns the component's shared state, building and
+// starting it for the first exporter that starts.
+func acquireShared(ctx context.Context, e *osExporter, host component.Host) (*shared, error) {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if sh, ok := shareds[e.cfg]; ok {
+		sh.refs++
+		return sh, nil
+	}
 	httpClient, err := e.cfg.ClientConfig.ToClient(ctx, host.GetExtensions(), e.set.TelemetrySettings)
 	if err != nil {
-		return fmt.Errorf("opensearchrouted: building the HTTP client: %w", err)
+		return nil, fmt.Errorf("opensearchrouted: building the HTTP client: %w", err)
 	}
 	statsInterval := e.cfg.Routing.NodeStatsInterval
 	if statsInterval == 0 {
 		statsInterval = -1
 	}
-	e.router, err = routing.New(routing.Options{
+	router, err := routing.New(routing.Options{
 		Client:             httpClient,
 		Seeds:              e.cfg.seeds(),
 		RefreshInterval:    e.cfg.Routing.RefreshInterval,
@@ -84,35 +136,34 @@ func (e *osExporter) start(ctx context.Context, host component.Host) error {
 		OnRefresh:          e.tel.refreshed,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	e.http = httpClient
-	e.client = &bulk.Client{HTTP: httpClient}
-	if e.cfg.InstallTemplates {
-		if err := installTemplates(ctx, httpClient, e.cfg.seeds(), e.signal); err != nil {
-			e.router.Close()
-			return err
-		}
+	if err := e.tel.observeNodes(router); err != nil {
+		router.Close()
+		return nil, err
 	}
-	if err := e.tel.observeNodes(e.router); err != nil {
-		e.router.Close()
-		return err
-	}
-	e.router.Start()
-	return nil
+	router.Start()
+	sh := &shared{refs: 1, router: router, client: &bulk.Client{HTTP: httpClient}, http: httpClient, tel: e.tel}
+	shareds[e.cfg] = sh
+	return sh, nil
 }
 
-func (e *osExporter) shutdown(context.Context) error {
-	var err error
-	if e.tel != nil {
-		err = e.tel.stop()
+// releaseShared drops one reference; the last one stops the router, its
+// gauges and the idle connections.
+func releaseShared(cfg *Config) error {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	sh, ok := shareds[cfg]
+	if !ok {
+		return nil
 	}
-	if e.router != nil {
-		e.router.Close()
+	if sh.refs--; sh.refs > 0 {
+		return nil
 	}
-	if e.http != nil {
-		e.http.CloseIdleConnections()
-	}
+	delete(shareds, cfg)
+	err := sh.tel.stop()
+	sh.router.Close()
+	sh.http.CloseIdleConnections()
 	return err
 }
 

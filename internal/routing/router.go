@@ -80,9 +80,10 @@ type Router struct {
 	topo  atomic.Pointer[Topology]
 	seeds []*Node // pseudo-nodes for the seed URLs, used until discovery works
 
-	mu      sync.Mutex       // guards nodes and wanted
+	mu      sync.Mutex       // guards nodes, wanted and seen
 	nodes   map[string]*Node // every node ever discovered and not retired, by id
 	wanted  map[string]struct{}
+	seen    map[string]seenState // names written to but not (yet) in the topology
 	wantedN atomic.Int32
 
 	refreshMu   sync.Mutex // serialises refreshes
@@ -136,6 +137,7 @@ func New(opts Options) (*Router, error) {
 		log:      opts.Logger,
 		nodes:    map[string]*Node{},
 		wanted:   map[string]struct{}{},
+		seen:     map[string]seenState{},
 		trigger:  make(chan string, 1),
 		now:      time.Now,
 		jitter:   rand.Float64,
@@ -262,6 +264,44 @@ func (r *Router) want(name string) {
 	}
 	r.mu.Unlock()
 	if !ok {
+		r.Trigger(TriggerUnknown)
+	}
+}
+
+// seenState rate-limits refreshes asked for by Seen, per name.
+type seenState struct {
+	next    time.Time
+	backoff time.Duration
+}
+
+// Seen tells the router that a write to name succeeded. If the topology
+// does not know name (a data stream or index that the write itself just
+// created, or an alias), a refresh is triggered so that the next documents
+// can be routed; for a name that stays unknown (an alias) the refreshes
+// back off from MinRefreshInterval, doubling, to RefreshInterval.
+func (r *Router) Seen(name string) {
+	if r.opts.Disabled {
+		return
+	}
+	if _, ok := r.topo.Load().WriteIndex(name); ok {
+		return
+	}
+	now := r.now()
+	r.mu.Lock()
+	st, ok := r.seen[name]
+	fire := !ok || !now.Before(st.next)
+	if fire && len(r.seen) < maxWanted {
+		if !ok {
+			st.backoff = r.opts.MinRefreshInterval
+		} else {
+			st.backoff = min(2*st.backoff, r.opts.RefreshInterval)
+		}
+		st.next = now.Add(st.backoff)
+		r.seen[name] = st
+	}
+	r.mu.Unlock()
+	if fire {
+		r.want(name)
 		r.Trigger(TriggerUnknown)
 	}
 }

@@ -631,3 +631,49 @@ func BenchmarkLocate(b *testing.B) {
 		}
 	}
 }
+
+func TestSeenRefreshesForNewNamesWithBackoff(t *testing.T) {
+	f := threeNodes(t)
+	r := newTestRouter(t, f, func(o *Options) { o.MinRefreshInterval = time.Second; o.RefreshInterval = 8 * time.Second })
+	now := time.Unix(1000, 0)
+	r.now = func() time.Time { return now }
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	drain := func() bool {
+		select {
+		case <-r.trigger:
+			return true
+		default:
+			return false
+		}
+	}
+	r.Seen("alias-x")
+	if !drain() {
+		t.Fatal("a write to an unknown name must trigger a refresh")
+	}
+	r.Seen("alias-x")
+	if drain() {
+		t.Fatal("a second write right after must not trigger again")
+	}
+	for _, step := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second} {
+		now = now.Add(step - time.Millisecond)
+		r.Seen("alias-x")
+		if drain() {
+			t.Fatalf("triggered before the %v backoff passed", step)
+		}
+		now = now.Add(time.Millisecond)
+		r.Seen("alias-x")
+		if !drain() {
+			t.Fatalf("no trigger after the %v backoff", step)
+		}
+	}
+	// A name the topology knows never triggers.
+	r.want("logs")
+	_ = r.Refresh(context.Background(), TriggerPeriodic)
+	drain()
+	r.Seen("logs")
+	if drain() {
+		t.Fatal("a known name triggered a refresh")
+	}
+}
