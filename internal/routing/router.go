@@ -247,6 +247,12 @@ func (r *Router) Locate(target, id, routing string) (*Node, Reason) {
 		}
 	case ReasonUnknownIndex, ReasonNoTopology:
 		r.want(target)
+	case ReasonPrimaryMoving, ReasonUnassigned:
+		// A new index's primaries start INITIALIZING; a relocation ends:
+		// look again soon (once per snapshot, rate-limited by Trigger).
+		if !t.moving.Swap(true) {
+			r.Trigger(TriggerMoved)
+		}
 	}
 	return n, reason
 }

@@ -147,6 +147,33 @@ func TestShardStates(t *testing.T) {
 			t.Errorf("shard %d: %v, want %v", s, seen[s], w)
 		}
 	}
+	// One refresh is asked for per snapshot while primaries move.
+	if err := r.Refresh(context.Background(), TriggerPeriodic); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.trigger: // what the Locates above asked for
+	default:
+	}
+	trig := 0
+	for i := 0; i < 3; i++ {
+		select {
+		case reason := <-r.trigger:
+			if reason != TriggerMoved {
+				t.Errorf("trigger %q", reason)
+			}
+			trig++
+		default:
+		}
+		r.Locate("i", "moving-probe", "")
+		for k := 0; k < 50; k++ {
+			id := fmt.Sprint("m", k)
+			r.Locate("i", id, "")
+		}
+	}
+	if trig != 1 {
+		t.Errorf("moving primaries asked for %d refreshes on one snapshot, want 1", trig)
+	}
 	// The relocating source is parsed from "src -> ip id name".
 	if n := r.Topology().Indices["i"].Shards[2].Primary.Node; n == nil || n.Name() != "n0" {
 		t.Errorf("relocating source: %v", n)
@@ -602,9 +629,11 @@ func TestCloseStopsEverything(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not return")
 	}
+	// A request sent just before Close may reach the server just after it.
+	time.Sleep(100 * time.Millisecond)
 	var pings atomic.Int64
 	pings.Store(f.pings.Load())
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond)
 	if f.pings.Load() != pings.Load() {
 		t.Fatal("requests after Close")
 	}

@@ -1,6 +1,9 @@
 package routing
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Reason says why a document is (or is not) routed to its primary's node.
 type Reason uint8
@@ -128,6 +131,10 @@ type Topology struct {
 	Fetched time.Time
 
 	targets map[string]target // index names and data stream names
+
+	// moving is set by the first Locate that finds a primary relocating,
+	// initializing or unassigned: one refresh per snapshot is asked for.
+	moving atomic.Bool
 }
 
 // WriteIndex resolves a target name to the concrete index a write lands in:
