@@ -98,6 +98,31 @@ func TestRealCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("new data stream routed within seconds", func(t *testing.T) {
+		cfg := testConfig(c.Addrs())
+		cfg.InstallTemplates = true
+		cfg.Dataset = "fresh"
+		cfg.Routing.RefreshInterval = time.Hour // only event-triggered refreshes
+		e, _ := startExporter(t, cfg, signalTraces)
+		if err := e.pushTraces(context.Background(), makeSpans(0, 200)); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		deadline := start.Add(10 * time.Second)
+		for {
+			if err := e.pushTraces(context.Background(), makeSpans(0, 50)); err != nil {
+				t.Fatal(err)
+			}
+			if _, why := e.router.Locate("ss4o_traces-fresh-namespace", "0123456789abcdef0123456789abcdef", ""); why == routing.Routed {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("a data stream created by the first write is still not routed after 10s: %v", why)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("routed %v after the first write created the data stream", time.Since(start).Round(time.Millisecond))
+	})
+
 	t.Run("rejections", func(t *testing.T) {
 		createIndex(t, base, "tiny-queue", 3, 0)
 		burst := func(e *osExporter, from int) {
