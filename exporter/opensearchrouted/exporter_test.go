@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -257,9 +258,8 @@ func TestPermanentAndAuthErrors(t *testing.T) {
 			return
 		}
 		var items []string
-		body := make([]byte, 1<<20)
-		n, _ := r.Body.Read(body)
-		lines := strings.Count(string(body[:n]), "\n") / 2
+		body, _ := io.ReadAll(r.Body)
+		lines := strings.Count(string(body), "\n") / 2
 		for i := 0; i < lines; i++ {
 			if i%3 == 0 {
 				items = append(items, `{"create":{"_index":"x","_id":"a","status":400,"error":{"type":"mapper_parsing_exception","reason":"failed to parse field [attributes.seq] of type [date] in document with id 'a'. Preview of field's value: 'secret'"}}}`)
