@@ -3,7 +3,7 @@ package bulk
 import (
 	"bytes"
 	"errors"
-	"unicode/utf8"
+	"github.com/opensearchrouted/opensearchrouted/internal/jsonstr"
 )
 
 // Batch holds every encoded item of one export call in one arena.
@@ -209,52 +209,7 @@ func Split(b *Batch, items []int32, maxBytes int, dst [][]int32) [][]int32 {
 	return append(dst, items[start:len(items):len(items)])
 }
 
-const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a quoted JSON string: '"', '\\' and control
-// characters escaped, every byte that is not valid UTF-8 as \ufffd.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	i := plainPrefix(s)
-	if i == len(s) {
-		dst = append(dst, s...)
-		return append(dst, '"')
-	}
-	start := 0
-	for i < len(s) {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendJSONString appends s as a quoted JSON string (see jsonstr.Append:
+// invalid UTF-8 as U+FFFD, as routing.Hash assumes).
+func appendJSONString(dst []byte, s string) []byte { return jsonstr.Append(dst, s) }

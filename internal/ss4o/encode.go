@@ -2,6 +2,7 @@ package ss4o
 
 import (
 	"encoding/base64"
+	"github.com/opensearchrouted/opensearchrouted/internal/jsonstr"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -468,63 +469,8 @@ func appendHex(dst []byte, b []byte) []byte {
 	return dst
 }
 
-// safe[c] is true for the ASCII bytes that stand for themselves inside a
-// JSON string.
-var safe = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// appendString writes s as a JSON string: '"' and '\\' escaped, control
-// characters as \n, \r, \t, \b, \f or \u00XX, every byte that is not part of
-// valid UTF-8 replaced by U+FFFD (as encoding/json and routing.SanitizeUTF8
-// do). Everything else, including U+2028/U+2029, is copied.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if safe[c] {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, "\uFFFD"...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendString writes s as a JSON string (see jsonstr.Append).
+func appendString(dst []byte, s string) []byte { return jsonstr.Append(dst, s) }
 
 // sanitize replaces every byte of s that is not part of valid UTF-8 with
 // U+FFFD.

@@ -1,0 +1,67 @@
+// Package jsonstr writes Go strings as JSON strings, the one way every
+// encoder of this project does it. Invalid UTF-8 is written as U+FFFD, byte
+// by byte, exactly as routing.SanitizeUTF8 (and encoding/json) replace it:
+// the string the server decodes is the string routing.Hash hashed.
+package jsonstr
+
+import "unicode/utf8"
+
+const hexDigits = "0123456789abcdef"
+
+// safe[c] is true for the ASCII bytes that stand for themselves inside a
+// JSON string.
+var safe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// Append writes s as a quoted JSON string: '"' and '\\' escaped, control
+// characters as \n, \r, \t, \b, \f or \u00XX, every byte that is not part
+// of valid UTF-8 replaced by U+FFFD. Everything else, including
+// U+2028/U+2029, is copied.
+func Append(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if safe[c] {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, "\uFFFD"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

@@ -1,0 +1,45 @@
+package jsonstr
+
+import (
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/opensearchrouted/opensearchrouted/internal/routing"
+)
+
+func check(t *testing.T, s string) {
+	t.Helper()
+	out := Append(nil, s)
+	if !json.Valid(out) || !utf8.Valid(out) {
+		t.Fatalf("Append(%q) = %q: not valid JSON/UTF-8", s, out)
+	}
+	var back string
+	if err := json.Unmarshal(out, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back != routing.SanitizeUTF8(s) {
+		t.Fatalf("Append(%q) decodes to %q, want %q", s, back, routing.SanitizeUTF8(s))
+	}
+	if routing.Hash(back) != routing.Hash(s) {
+		t.Fatalf("the server would hash %q differently from %q", back, s)
+	}
+}
+
+func TestAppend(t *testing.T) {
+	for _, s := range []string{"", "plain", `q"b\s`, "\n\r\t\b\f\x00\x1f\x7f", "é日本𝄞", "bad\xff\xfe", "\xed\xa0\x80", "\u2028\u2029", "<&>"} {
+		check(t, s)
+	}
+	if got := string(Append([]byte("x"), "a\"b")); got != `x"a\"b"` {
+		t.Fatalf("got %s", got)
+	}
+	if a := testing.AllocsPerRun(100, func() { _ = Append(make([]byte, 0, 64), "hello \"world\"\n") }); a > 1 {
+		t.Fatalf("%v allocs", a)
+	}
+}
+
+func FuzzAppend(f *testing.F) {
+	f.Add("hello")
+	f.Add("a\xffb\"\n")
+	f.Fuzz(func(t *testing.T, s string) { check(t, s) })
+}
