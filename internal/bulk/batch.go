@@ -209,7 +209,6 @@ func Split(b *Batch, items []int32, maxBytes int, dst [][]int32) [][]int32 {
 	return append(dst, items[start:len(items):len(items)])
 }
 
-
 // appendJSONString appends s as a quoted JSON string (see jsonstr.Append:
 // invalid UTF-8 as U+FFFD, as routing.Hash assumes).
 func appendJSONString(dst []byte, s string) []byte { return jsonstr.Append(dst, s) }
