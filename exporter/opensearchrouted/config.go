@@ -3,7 +3,7 @@ package opensearchrouted
 import (
 	"errors"
 	"fmt"
-	"net/url"
+	"github.com/opensearchrouted/opensearchrouted/internal/endpoints"
 	"strings"
 	"time"
 
@@ -145,42 +145,13 @@ func createDefaultConfig() *Config {
 }
 
 // seeds returns the configured endpoints: endpoints, else endpoint.
-func (c *Config) seeds() []string {
-	if len(c.Endpoints) > 0 {
-		return c.Endpoints
-	}
-	if c.Endpoint != "" {
-		return []string{c.Endpoint}
-	}
-	return nil
-}
+func (c *Config) seeds() []string { return endpoints.Seeds(c.Endpoint, c.Endpoints) }
 
 // Validate checks the configuration; every error names the key.
 func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	seeds := c.seeds()
-	if len(seeds) == 0 {
-		add("endpoints: at least one endpoint is required (endpoints: [http://host:9200] or endpoint: http://host:9200)")
-	}
-	if len(c.Endpoints) > 0 && c.Endpoint != "" {
-		add("endpoint and endpoints: set one of them, not both")
-	}
-	scheme := ""
-	for _, s := range seeds {
-		u, err := url.Parse(s)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			add("endpoints: %q is not an http:// or https:// URL", s)
-			continue
-		}
-		if u.User != nil {
-			add("endpoints: %q carries credentials in the URL; use an auth extension or headers", redactURL(u))
-		}
-		if scheme != "" && u.Scheme != scheme {
-			add("endpoints: all endpoints must use the same scheme (found %s and %s)", scheme, u.Scheme)
-		}
-		scheme = u.Scheme
-	}
+	errs = append(errs, endpoints.Validate(c.Endpoint, c.Endpoints)...)
 	for key, v := range map[string]string{"dataset": c.Dataset, "namespace": c.Namespace} {
 		if v == "" {
 			add("%s: must not be empty", key)
@@ -230,12 +201,6 @@ func (c *Config) Validate() error {
 		add("timeout: must not be negative, got %v", c.Timeout)
 	}
 	return errors.Join(errs...)
-}
-
-func redactURL(u *url.URL) string {
-	c := *u
-	c.User = nil
-	return c.String()
 }
 
 // checkNamePart checks a dataset or namespace: it becomes part of an index

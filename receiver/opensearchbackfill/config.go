@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
+	"github.com/opensearchrouted/opensearchrouted/internal/endpoints"
 	"strings"
 	"time"
 
@@ -133,42 +133,13 @@ func createDefaultConfig() *Config {
 }
 
 // seeds returns the configured endpoints: endpoints, else endpoint.
-func (c *Config) seeds() []string {
-	if len(c.Endpoints) > 0 {
-		return c.Endpoints
-	}
-	if c.Endpoint != "" {
-		return []string{c.Endpoint}
-	}
-	return nil
-}
+func (c *Config) seeds() []string { return endpoints.Seeds(c.Endpoint, c.Endpoints) }
 
 // Validate checks the configuration; every error names the key.
 func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	seeds := c.seeds()
-	if len(seeds) == 0 {
-		add("endpoints: at least one endpoint is required (endpoints: [http://host:9200] or endpoint: http://host:9200)")
-	}
-	if len(c.Endpoints) > 0 && c.Endpoint != "" {
-		add("endpoint and endpoints: set one of them, not both")
-	}
-	scheme := ""
-	for _, s := range seeds {
-		u, err := url.Parse(s)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			add("endpoints: %q is not an http:// or https:// URL", s)
-			continue
-		}
-		if u.User != nil {
-			add("endpoints: an endpoint carries credentials in the URL; use an auth extension or headers")
-		}
-		if scheme != "" && u.Scheme != scheme {
-			add("endpoints: all endpoints must use the same scheme (found %s and %s)", scheme, u.Scheme)
-		}
-		scheme = u.Scheme
-	}
+	errs = append(errs, endpoints.Validate(c.Endpoint, c.Endpoints)...)
 	if len(c.Indices) == 0 {
 		add("indices: at least one index, pattern or data stream is required")
 	}
