@@ -363,8 +363,11 @@ func (p *Paginator) fetch(ctx context.Context) (*Page, error) {
 			}
 			var other []ShardFailure
 			lost, other = splitFailures(resp.Shards.Failures)
-			if resp.Shards.Failed > len(resp.Shards.Failures) {
-				other = append(other, ShardFailure{Type: "unknown", Reason: strconv.Itoa(resp.Shards.Failed-len(resp.Shards.Failures)) + " failed shard(s) not listed"})
+			// The server groups identical shard failures into one entry, so
+			// failed may exceed the entries; only a count with no entry at
+			// all is an unknown cause.
+			if resp.Shards.Failed > 0 && len(resp.Shards.Failures) == 0 {
+				other = append(other, ShardFailure{Type: "unknown", Reason: strconv.Itoa(resp.Shards.Failed) + " failed shard(s) not listed"})
 			}
 			p.countFailures(lost)
 			p.countFailures(other)

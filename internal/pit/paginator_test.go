@@ -1228,3 +1228,32 @@ func TestNewestPITIDIsUsed(t *testing.T) {
 		t.Error("the newest PIT id was not the one deleted")
 	}
 }
+
+// TestGroupedShardFailures: the server lists identical shard failures once
+// (failed: 2, one entry); no "unknown" failure is invented for the other.
+func TestGroupedShardFailures(t *testing.T) {
+	fc := newFakeCluster(t, 1, 2)
+	fc.fill("logs", 250)
+	var s sleeper
+	const failure = `{"shard":1,"index":"logs","node":"node0","reason":{"type":"circuit_breaking_exception","reason":"[parent] Data too large"}}`
+	fc.setHook(func(kind string, node int, body map[string]any, w http.ResponseWriter) bool {
+		if kind == "search" && fc.searchCount() == 1 {
+			fc.mu.Lock()
+			fc.searches++
+			fc.mu.Unlock()
+			writeJSON(w, 200, `{"pit_id":"`+body["pit"].(map[string]any)["id"].(string)+`","took":1,"timed_out":false,`+
+				`"_shards":{"total":2,"successful":0,"skipped":0,"failed":2,"failures":[`+failure+`]},"hits":{"hits":[]}}`)
+			return true
+		}
+		return false
+	})
+	p := mustOpen(t, opts(fc, &s))
+	r := readHits(t, p, nil)
+	if len(r.errs) == 0 || !errors.Is(r.errs[0], ErrShardFailure) {
+		t.Fatalf("errs = %v", r.errs)
+	}
+	st := p.Stats()
+	if st.ShardFailures["circuit_breaking_exception"] != 1 || st.ShardFailures["unknown"] != 0 {
+		t.Fatalf("shard failures %v", st.ShardFailures)
+	}
+}
