@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -121,6 +122,77 @@ func TestRealCluster(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		t.Logf("routed %v after the first write created the data stream", time.Since(start).Round(time.Millisecond))
+	})
+
+	t.Run("rollover", func(t *testing.T) {
+		cfg := testConfig(c.Addrs())
+		cfg.InstallTemplates = true
+		cfg.Dataset = "roll"
+		e, _ := startExporter(t, cfg, signalLogs)
+		const ds = "ss4o_logs-roll-namespace"
+		exportAll(t, e, 0, 500)
+		waitRouted(t, e, ds)
+		if code := httpJSON(t, "POST", base+"/"+ds+"/_rollover", "", nil); code != 200 {
+			t.Fatalf("rollover: HTTP %d", code)
+		}
+		// The emulator proves the 2 s of the issue (TestRolloverEmulator);
+		// here the new backing index's primaries must also be allocated and
+		// started by the real server, which on this loaded 2-core machine
+		// takes seconds by itself, so the bound is 5 s and both times are
+		// logged.
+		start := time.Now()
+		var seen, followed time.Duration
+		for k := 1; k <= 60 && followed == 0; k++ {
+			exportAll(t, e, k*1000, 500)
+			if wi, ok := e.router.Topology().WriteIndex(ds); ok && wi.Name != ".ds-"+ds+"-000001" {
+				if seen == 0 {
+					seen = time.Since(start)
+				}
+				if _, why := e.router.Locate(ds, "x", ""); why == routing.Routed {
+					followed = time.Since(start)
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("after the rollover: new write index known after %v, routed to it after %v", seen, followed)
+		if followed == 0 || followed > 5*time.Second {
+			t.Fatalf("did not follow the rollover within 5s (known %v, routed %v)", seen, followed)
+		}
+		total := count(t, base, ds)
+		if n := count(t, base, ".ds-"+ds+"-000002"); n == 0 || total%500 != 0 {
+			t.Fatalf("new write index holds %d of %d documents", n, total)
+		}
+	})
+
+	t.Run("mapping conflicts are permanent", func(t *testing.T) {
+		body := `{"settings":{"index":{"number_of_shards":3,"number_of_replicas":0}},"mappings":{"properties":{"attributes":{"properties":{"code":{"type":"long"}}}}}}`
+		if code := httpJSON(t, "PUT", base+"/perm", body, nil); code != 200 {
+			t.Fatalf("create: HTTP %d", code)
+		}
+		cfg := testConfig(c.Addrs())
+		cfg.LogsIndex = "perm"
+		e, reader := startExporter(t, cfg, signalLogs)
+		ld := makeLogs(0, 300)
+		bad := 0
+		for i, k := 0, 0; i < ld.ResourceLogs().Len(); i++ {
+			lrs := ld.ResourceLogs().At(i).ScopeLogs().At(0).LogRecords()
+			for j := 0; j < lrs.Len(); j, k = j+1, k+1 {
+				if k%10 == 0 {
+					lrs.At(j).Attributes().PutStr("code", "not-a-number")
+					bad++
+				}
+			}
+		}
+		err := e.pushLogs(context.Background(), ld)
+		if !consumererror.IsPermanent(err) || !strings.Contains(err.Error(), "mapper_parsing_exception") {
+			t.Fatalf("want a permanent error naming mapper_parsing_exception, got %v", err)
+		}
+		if got := count(t, base, "perm"); got != 300-bad {
+			t.Fatalf("stored %d, want the %d valid ones", got, 300-bad)
+		}
+		if f := sumMetric(t, reader, "otelcol.opensearchrouted.documents", map[string]string{"outcome": "failed"}); f != int64(bad) {
+			t.Fatalf("failed counted %d, want %d", f, bad)
+		}
 	})
 
 	t.Run("rejections", func(t *testing.T) {
