@@ -180,20 +180,28 @@ func TestCheckpointResume(t *testing.T) {
 	}
 }
 
-// checkpointScenario runs a 4-slice read that stops mid-way (the "crash":
-// a page reaches the pipeline but the collector stops before its
-// checkpoint is written), then a second run that must resume, then a third
-// that must find every slice done, then a read with another query that
-// must ignore the checkpoints. id is the storage extension's id; exts gives each run's extensions (a new
-// storage extension per run, as after a process restart).
+// checkpointScenario runs checkpointResume with 4 slices on an emulator
+// index of 4,000 documents.
 func checkpointScenario(t *testing.T, id component.ID, exts func(t *testing.T) map[component.ID]component.Component) {
 	c := newCluster(t)
 	createIndex(t, c.Addr(0), "events", 3, 1)
 	ids := seedForeign(t, c.Addr(0), "events", 4000)
+	checkpointResume(t, c.Addrs(), "events", ids, 4, 100, id, exts)
+}
 
-	cfg := testConfig(c.Addrs(), "events")
-	cfg.Slices = 4
-	cfg.PageSize = 100
+// checkpointResume runs a read of index (holding the seedForeign documents
+// ids) that stops mid-way (the "crash": a page reaches the pipeline but the
+// collector stops before its checkpoint is written), then a second run that
+// must resume, then a third that must find every slice done, then a read
+// with another query that must ignore the checkpoints. id is the storage
+// extension's id; exts gives each run's extensions (a new storage extension
+// per run, as after a process restart).
+func checkpointResume(t *testing.T, endpoints []string, index string, ids []string, slices, pageSize int,
+	id component.ID, exts func(t *testing.T) map[component.ID]component.Component) {
+	t.Helper()
+	cfg := testConfig(endpoints, index)
+	cfg.Slices = slices
+	cfg.PageSize = pageSize
 	cfg.Storage = &id
 	first := newIDSink()
 	stopped := make(chan struct{})
@@ -270,7 +278,7 @@ func checkpointScenario(t *testing.T, id component.ID, exts func(t *testing.T) m
 	}
 	// A checkpoint of another read is ignored.
 	cfg4 := *cfg
-	cfg4.Query = `{"range":{"n":{"gte":3990}}}`
+	cfg4.Query = fmt.Sprintf(`{"range":{"n":{"gte":%d}}}`, len(ids)-10)
 	fourth := newIDSink()
 	h4 := mustStart(t, &cfg4, fourth, exts(t))
 	h4.wait(t, 30*time.Second)

@@ -14,10 +14,17 @@ import (
 // filestorage v0.165.1): each run gets a new extension instance on the same
 // directory, as a restarted collector would.
 func TestCheckpointResumeFileStorage(t *testing.T) {
-	dir := t.TempDir()
+	id, exts := fileStorageOnDir(t.TempDir())
+	checkpointScenario(t, id, exts)
+}
+
+// fileStorageOnDir returns the id of a file_storage extension on dir and a
+// function that creates and starts a new instance of it for each run (shut
+// down when the test ends), as the extensions of a restarted collector.
+func fileStorageOnDir(dir string) (component.ID, func(t *testing.T) map[component.ID]component.Component) {
 	f := filestorage.NewFactory()
 	id := component.NewID(f.Type())
-	checkpointScenario(t, id, func(t *testing.T) map[component.ID]component.Component {
+	return id, func(t *testing.T) map[component.ID]component.Component {
 		cfg := f.CreateDefaultConfig().(*filestorage.Config)
 		cfg.Directory = dir
 		set := extension.Settings{
@@ -40,5 +47,5 @@ func TestCheckpointResumeFileStorage(t *testing.T) {
 			}
 		})
 		return map[component.ID]component.Component{id: ext}
-	})
+	}
 }
