@@ -553,7 +553,10 @@ func (n *Node) replicate(ctx context.Context, im *indexMeta, shard int, term int
 			defer wg.Done()
 			_, status, err := n.hop(ctx, t.node, path, body)
 			if err == nil && status == 200 {
-				if t.sc.state == StateStarted || t.sc.state == StateRelocating {
+				n.c.mu.RLock() // copy states change under c.mu (finishRecovery)
+				state := t.sc.state
+				n.c.mu.RUnlock()
+				if state == StateStarted || state == StateRelocating {
 					okCount.Add(1)
 				}
 				return
