@@ -3,12 +3,12 @@ package ossim
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/opensearchrouted/opensearchrouted/internal/jsonstr"
 	"net/http"
 	"net/url"
 	"path"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // request is one HTTP request being served by a node.
@@ -75,49 +75,8 @@ func appendCause(b []byte, typ, reason string, extra ...string) []byte {
 	return append(b, '}')
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendStr appends s as a JSON string (invalid UTF-8 as U+FFFD).
-func appendStr(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, "\ufffd"...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+func appendStr(b []byte, s string) []byte { return jsonstr.Append(b, s) }
 
 // ---- filter_path ----
 
