@@ -321,7 +321,7 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 		}
 	}
 	if wo == routing.Rejected && reqOutcome == "ok" {
-		reqOutcome = "rejected"
+		reqOutcome = "throttled"
 	}
 	w.Release(tk, wo)
 	if rollover {

@@ -196,7 +196,7 @@ func TestRejectionsShrinkWindowEmulator(t *testing.T) {
 	if rejected == 0 {
 		t.Fatal("no rejection happened")
 	}
-	if r := sumMetric(t, reader, "otelcol.opensearchrouted.bulk_requests", map[string]string{"outcome": "rejected"}); r == 0 {
+	if r := sumMetric(t, reader, "otelcol.opensearchrouted.bulk_requests", map[string]string{"outcome": "throttled"}); r == 0 {
 		t.Fatal("rejected sub-bulks not counted")
 	}
 }

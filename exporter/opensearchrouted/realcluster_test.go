@@ -226,7 +226,7 @@ func TestRealCluster(t *testing.T) {
 			exportAll(t, e, from0(ceiling), 100)
 			waitRouted(t, e, "tiny-queue")
 			return e, func() int64 {
-				return sumMetric(t, reader, "otelcol.opensearchrouted.bulk_requests", map[string]string{"outcome": "rejected"})
+				return sumMetric(t, reader, "otelcol.opensearchrouted.bulk_requests", map[string]string{"outcome": "throttled"})
 			}
 		}
 
