@@ -122,7 +122,10 @@ func Start(opts Options) (*Cluster, error) {
 			c.Close()
 			return nil, fmt.Errorf("ossim: start node %d: %w", n.idx, err)
 		}
+		// The node serves from here on: its handlers read joined under c.mu.
+		c.mu.Lock()
 		n.joined = true
+		c.mu.Unlock()
 	}
 	return c, nil
 }
