@@ -17,6 +17,9 @@ import (
 // hash is always the hash of the string the server decodes from our JSON.
 // Strings of up to 256 UTF-16 code units are hashed without allocating.
 func Hash(s string) int32 {
+	if h, ok := hashASCII(s); ok {
+		return h
+	}
 	// A UTF-8 string never has more UTF-16 units than bytes, so len(s)
 	// bounds the buffer. Two sizes keep the common short id from paying to
 	// zero a large stack buffer.
@@ -27,6 +30,45 @@ func Hash(s string) int32 {
 		return hashMedium(s)
 	}
 	return int32(murmur3.Sum32(appendUTF16LE(make([]byte, 0, 2*len(s)), s)))
+}
+
+// hashASCII is murmur3 x86_32 (seed 0) of the UTF-16LE form of s computed
+// straight from s, for the common all-ASCII id: each 4-byte block is two
+// characters, each followed by a zero byte. ok is false (and the hash
+// meaningless) when s has a byte ≥ 0x80; Hash then takes the general path.
+func hashASCII(s string) (int32, bool) {
+	const c1, c2 = 0xcc9e2d51, 0x1b873593
+	var h, or uint32
+	i := 0
+	for ; i+1 < len(s); i += 2 {
+		a, b := uint32(s[i]), uint32(s[i+1])
+		or |= a | b
+		k := a | b<<16
+		k *= c1
+		k = bits.RotateLeft32(k, 15)
+		k *= c2
+		h ^= k
+		h = bits.RotateLeft32(h, 13)
+		h = h*5 + 0xe6546b64
+	}
+	if i < len(s) {
+		k := uint32(s[i])
+		or |= k
+		k *= c1
+		k = bits.RotateLeft32(k, 15)
+		k *= c2
+		h ^= k
+	}
+	if or >= 0x80 {
+		return 0, false
+	}
+	h ^= uint32(2 * len(s))
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return int32(h), true
 }
 
 func hashSmall(s string) int32 {

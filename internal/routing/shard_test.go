@@ -13,6 +13,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/opensearch-project/opensearch-go/v4/opensearchutil/shardhash"
+	"github.com/twmb/murmur3"
 )
 
 // Vector is one row of testdata/routing_vectors.tsv (a copy of
@@ -343,4 +344,27 @@ func BenchmarkShard(b *testing.B) {
 			sink += shardhash.ForRouting(id, 640, 5)
 		}
 	})
+}
+
+// TestHashASCIIMatchesGeneral checks the all-ASCII fast path against the
+// general UTF-16LE path on every length up to 70 and random contents.
+func TestHashASCIIMatchesGeneral(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	for n := 0; n <= 70; n++ {
+		for k := 0; k < 50; k++ {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = byte(rng.Intn(0x80))
+			}
+			s := string(b)
+			got, ok := hashASCII(s)
+			want := int32(murmur3.Sum32(appendUTF16LE(nil, s)))
+			if !ok || got != want {
+				t.Fatalf("hashASCII(%q) = %d, %v; want %d", s, got, ok, want)
+			}
+		}
+	}
+	if _, ok := hashASCII("ab\xc3\xa9"); ok {
+		t.Fatal("hashASCII accepted a non-ASCII string")
+	}
 }
