@@ -25,6 +25,10 @@ func Append(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && clean8(s[i:i+8]) {
+			i += 8
+			continue
+		}
 		c := s[i]
 		if safe[c] {
 			i++
@@ -64,4 +68,21 @@ func Append(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// clean8 reports whether none of the 8 bytes of s needs escaping or UTF-8
+// checking: no control character, '"', '\\' or byte ≥ 0x80 (SWAR tests on
+// one 64-bit word).
+func clean8(s string) bool {
+	_ = s[7]
+	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	q := x ^ (lo * '"')
+	b := x ^ (lo * '\\')
+	bad := x | // ≥ 0x80
+		(x - lo*0x20) & ^x | // < 0x20 (exact once no byte is ≥ 0x80)
+		(q - lo) & ^q | // == '"'
+		(b - lo) & ^b // == '\\'
+	return bad&hi == 0
 }

@@ -43,3 +43,29 @@ func FuzzAppend(f *testing.F) {
 	f.Add("a\xffb\"\n")
 	f.Fuzz(func(t *testing.T, s string) { check(t, s) })
 }
+
+// TestClean8 checks the word-at-a-time test against the byte table for
+// every byte value at every position of a word, alone and next to another
+// byte that needs attention.
+func TestClean8(t *testing.T) {
+	want := func(b []byte) bool {
+		for _, c := range b {
+			if !safe[c] {
+				return false
+			}
+		}
+		return true
+	}
+	for pos := 0; pos < 8; pos++ {
+		for v := 0; v < 256; v++ {
+			for _, other := range []byte{'a', 0x00, 0x1f, 0x20, '"', '\\', 0x7f, 0x80, 0xff} {
+				b := []byte("abcdefgh")
+				b[pos] = byte(v)
+				b[(pos+3)%8] = other
+				if got := clean8(string(b)); got != want(b) {
+					t.Fatalf("clean8(%q) = %v", b, got)
+				}
+			}
+		}
+	}
+}

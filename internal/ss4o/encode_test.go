@@ -249,6 +249,11 @@ func TestTimeFormatAndParse(t *testing.T) {
 	for range 100000 {
 		check(rng.Uint64())
 		check(rng.Uint64N(4e18))
+		// Fractions with trailing zeros (ms, µs, tenths) and leading ones.
+		for _, unit := range []uint64{10, 1e3, 1e6, 1e8} {
+			check(rng.Uint64N(4e18) / unit * unit)
+		}
+		check(rng.Uint64N(4e9)*1e9 + rng.Uint64N(1000))
 	}
 	// Other RFC 3339 forms are read too.
 	for s, want := range map[string]uint64{

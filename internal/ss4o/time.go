@@ -15,43 +15,55 @@ func appendTime(dst []byte, ns uint64) []byte {
 	secs, frac := ns/1e9, ns%1e9
 	days, rem := secs/86400, secs%86400
 	y, m, d := civil(days)
-	var b [32]byte
-	b[0] = '"'
-	put4(b[1:], y)
-	b[5] = '-'
-	put2(b[6:], m)
-	b[8] = '-'
-	put2(b[9:], d)
-	b[11] = 'T'
-	put2(b[12:], rem/3600)
-	b[14] = ':'
-	put2(b[15:], rem/60%60)
-	b[17] = ':'
-	put2(b[18:], rem%60)
-	n := 20
-	if frac != 0 {
-		b[20] = '.'
-		for i := 29; i > 20; i-- {
-			b[i] = byte('0' + frac%10)
-			frac /= 10
-		}
-		n = 30
-		for b[n-1] == '0' {
-			n--
-		}
+	n := len(dst)
+	dst = append(dst, `"0000-00-00T00:00:00.000000000Z"`...)
+	b := dst[n : n+32 : n+32]
+	hi, lo := y/100, y%100
+	b[1], b[2] = pairs[2*hi], pairs[2*hi+1]
+	b[3], b[4] = pairs[2*lo], pairs[2*lo+1]
+	b[6], b[7] = pairs[2*m], pairs[2*m+1]
+	b[9], b[10] = pairs[2*d], pairs[2*d+1]
+	h, mi, s := rem/3600, rem/60%60, rem%60
+	b[12], b[13] = pairs[2*h], pairs[2*h+1]
+	b[15], b[16] = pairs[2*mi], pairs[2*mi+1]
+	b[18], b[19] = pairs[2*s], pairs[2*s+1]
+	if frac == 0 {
+		b[20], b[21] = 'Z', '"'
+		return dst[:n+22]
 	}
-	b[n] = 'Z'
-	b[n+1] = '"'
-	return append(dst, b[:n+2]...)
+	// Nine fraction digits, two at a time from the right, then drop the
+	// trailing zeros.
+	end := 30
+	for frac%10 == 0 {
+		frac /= 10
+		end--
+	}
+	i := end - 1
+	for frac >= 10 {
+		q := frac / 100
+		r := frac - 100*q
+		b[i-1], b[i] = pairs[2*r], pairs[2*r+1]
+		frac = q
+		i -= 2
+	}
+	if i > 20 {
+		b[i] = byte('0' + frac)
+	}
+	b[end], b[end+1] = 'Z', '"'
+	return dst[:n+end+2]
 }
 
-func put2(b []byte, v uint64) {
-	b[0], b[1] = byte('0'+v/10), byte('0'+v%10)
-}
-
-func put4(b []byte, v uint64) {
-	b[0], b[1], b[2], b[3] = byte('0'+v/1000), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10)
-}
+// pairs holds "00" to "99": two decimal digits per lookup.
+const pairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
 
 // civil converts days since 1970-01-01 to a proleptic Gregorian date
 // (H. Hinnant's days-to-civil algorithm, for non-negative days).
