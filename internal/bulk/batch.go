@@ -13,8 +13,10 @@ import (
 //	{"create":{"_index":"<index>","_id":"<id>"}}\n
 //	<source>\n
 //
-// An item's bytes are contiguous in the arena; items keep the order in which
-// they were committed, and item numbers (int32) are positions in that order.
+// An item's bytes are contiguous; items keep the order in which they were
+// committed, and item numbers (int32) are positions in that order. An item
+// usually lives in this Batch's arena; Append adds items that stay in
+// another Batch's arena, and SetID moves an item to a new copy.
 //
 // Use: Begin, append the source to the returned slice, Commit that slice.
 // After Reset the arena and the item table are reused (capacity is kept), so
@@ -26,6 +28,7 @@ import (
 type Batch struct {
 	arena []byte
 	items []entry
+	total int // bytes of all committed items
 
 	// The open item (between Begin and Commit); open is false otherwise.
 	open     bool
@@ -41,8 +44,8 @@ type Batch struct {
 }
 
 type entry struct {
-	start, end int // the item's bytes: arena[start:end]
-	index, id  string
+	data      []byte // the item's bytes (action line and source line)
+	index, id string
 }
 
 // ErrNotBegun is returned by Commit when no item is open.
@@ -118,7 +121,8 @@ func (b *Batch) Commit(buf []byte) (int32, error) {
 	}
 	buf = append(buf, '\n')
 	b.arena = buf
-	b.items = append(b.items, entry{start: b.start, end: len(buf), index: b.index, id: b.id})
+	b.items = append(b.items, entry{data: buf[b.start:len(buf):len(buf)], index: b.index, id: b.id})
+	b.total += len(buf) - b.start
 	return int32(len(b.items) - 1), nil
 }
 
@@ -148,30 +152,50 @@ func (b *Batch) Abort() {
 func (b *Batch) Len() int { return len(b.items) }
 
 // Size returns the bytes of all committed items.
-func (b *Batch) Size() int {
-	if len(b.items) == 0 {
-		return 0
-	}
-	return b.items[len(b.items)-1].end
-}
+func (b *Batch) Size() int { return b.total }
 
 // Item returns item i's index and id (the strings given to Begin) and its
 // size in bytes (action line and source, newlines included).
 func (b *Batch) Item(i int32) (index, id string, size int) {
 	e := &b.items[i]
-	return e.index, e.id, e.end - e.start
+	return e.index, e.id, len(e.data)
 }
 
 // Bytes returns item i's bytes (action line and source line). The slice
 // aliases the arena: do not modify it; it is valid until Reset.
-func (b *Batch) Bytes(i int32) []byte {
-	e := &b.items[i]
-	return b.arena[e.start:e.end:e.end]
+func (b *Batch) Bytes(i int32) []byte { return b.items[i].data }
+
+func (b *Batch) size(i int32) int { return len(b.items[i].data) }
+
+// Append adds every committed item of o, in order, after b's items, without
+// copying their bytes: they stay in o's arena, so o must not be modified or
+// Reset until b is Reset. Item k of o becomes item Len()+k of b. An item
+// open in b is discarded.
+func (b *Batch) Append(o *Batch) {
+	b.Abort()
+	b.items = append(b.items, o.items...)
+	b.total += o.total
 }
 
-func (b *Batch) size(i int32) int {
+// SetID gives item i a new _id: the item is rewritten (action line and a
+// copy of its source) at the end of b's arena. id is escaped as in Begin.
+// The item keeps its number and its index.
+func (b *Batch) SetID(i int32, id string) {
+	b.Abort()
 	e := &b.items[i]
-	return e.end - e.start
+	src := e.data[bytes.IndexByte(e.data, '\n')+1:]
+	start := len(b.arena)
+	a := append(b.arena, `{"create":{"_index":`...)
+	a = appendJSONString(a, e.index)
+	if id != "" {
+		a = append(a, `,"_id":`...)
+		a = appendJSONString(a, id)
+	}
+	a = append(a, "}}\n"...)
+	a = append(a, src...)
+	b.arena = a
+	b.total += len(a) - start - len(e.data)
+	e.data, e.id = a[start:len(a):len(a)], id
 }
 
 // Reset empties the Batch and keeps its capacity. Item numbers, slices from
@@ -180,6 +204,7 @@ func (b *Batch) Reset() {
 	clear(b.items) // drop references to the callers' strings
 	b.items = b.items[:0]
 	b.arena = b.arena[:0]
+	b.total = 0
 	b.open = false
 	b.index, b.id = "", ""
 }

@@ -639,11 +639,11 @@ func (r *body) Read(p []byte) (int, error) {
 	}
 	n := 0
 	for n < len(p) && r.k < len(st.items) {
-		e := &st.b.items[st.items[r.k]]
-		c := copy(p[n:], st.b.arena[e.start+r.off:e.end])
+		data := st.b.items[st.items[r.k]].data
+		c := copy(p[n:], data[r.off:])
 		n += c
 		r.off += c
-		if e.start+r.off == e.end {
+		if r.off == len(data) {
 			r.k++
 			r.off = 0
 		}

@@ -795,3 +795,57 @@ func TestSendTLSFailures(t *testing.T) {
 		t.Fatal(err, out)
 	}
 }
+
+// TestSendAppendedAndReIDed sends a Batch made of its own items, items
+// appended from two other Batches (left in their arenas) and items given a
+// new id by SetID: the server must receive every item, in order, with its
+// source intact and its latest id.
+func TestSendAppendedAndReIDed(t *testing.T) {
+	own, _ := testBatch(t, 3, 40)
+	p1, _ := testBatch(t, 4, 300)
+	p2, _ := testBatch(t, 2, 10)
+	sizes := own.Size() + p1.Size() + p2.Size()
+	own.Append(p1)
+	own.Append(p2)
+	if own.Len() != 9 || own.Size() != sizes {
+		t.Fatalf("after Append: %d items, %d bytes; want 9, %d", own.Len(), own.Size(), sizes)
+	}
+	before := own.Size()
+	own.SetID(4, "renamed-4")
+	own.SetID(8, "a-much-longer-id-for-the-last-item")
+	own.SetID(0, "")
+	if _, id, _ := own.Item(4); id != "renamed-4" {
+		t.Fatalf("SetID: id %q", id)
+	}
+	sum := 0
+	for i := int32(0); i < int32(own.Len()); i++ {
+		sum += len(own.Bytes(i))
+	}
+	if own.Size() != sum || own.Size() == before {
+		t.Fatalf("Size %d, items add up to %d (was %d)", own.Size(), sum, before)
+	}
+	var got []reqItem
+	var mu sync.Mutex
+	srv, _ := fakeNode(t, func(its []reqItem) (int, string) {
+		mu.Lock()
+		got = its
+		mu.Unlock()
+		return echoAll(its)
+	})
+	items := []int32{0, 1, 2, 3, 4, 5, 6, 7, 8}
+	var c Client
+	out := make([]Outcome, len(items))
+	if _, err := c.Send(context.Background(), srv.URL+"/", own, items, out); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs := []string{"", "id-1", "id-2", "id-0", "renamed-4", "id-2", "id-3", "id-0", "a-much-longer-id-for-the-last-item"}
+	wantK := []int{0, 1, 2, 0, 1, 2, 3, 0, 1}
+	if len(got) != len(wantIDs) {
+		t.Fatalf("server got %d items", len(got))
+	}
+	for k := range got {
+		if got[k].ID != wantIDs[k] || !strings.Contains(got[k].Source, fmt.Sprintf(`"k":%d,`, wantK[k])) {
+			t.Fatalf("item %d: %+v", k, got[k])
+		}
+	}
+}
