@@ -48,24 +48,70 @@ func AppendSpanID(dst []byte, traceID pcommon.TraceID, spanID pcommon.SpanID) []
 }
 
 // Repeats numbers the occurrences of content hashes within one export call.
-// The zero value is ready to use. Reset between calls keeps its memory.
-// Not safe for concurrent use.
+// The zero value is ready to use. Reset between calls keeps its memory and
+// costs nothing: entries of earlier generations read as empty. Not safe for
+// concurrent use.
 type Repeats struct {
-	seen map[[16]byte]int
+	slots []repeatSlot // open addressing, linear probing; len is a power of two
+	used  int          // slots of the current generation
+	gen   uint32
+}
+
+type repeatSlot struct {
+	hash [16]byte
+	n    int32
+	gen  uint32 // the slot is in use when gen == Repeats.gen
 }
 
 // Next returns how many times hash was passed to Next since the last Reset
 // (0 the first time) and counts this occurrence.
 func (r *Repeats) Next(hash [16]byte) int {
-	if r.seen == nil {
-		r.seen = make(map[[16]byte]int)
+	if r.gen == 0 {
+		r.gen = 1
 	}
-	n := r.seen[hash]
-	r.seen[hash] = n + 1
-	return n
+	if 2*(r.used+1) > len(r.slots) {
+		r.grow()
+	}
+	mask := uint64(len(r.slots) - 1)
+	// The hash is uniform: its first 8 bytes pick the slot.
+	i := binary.LittleEndian.Uint64(hash[:8]) & mask
+	for {
+		sl := &r.slots[i]
+		if sl.gen != r.gen {
+			*sl = repeatSlot{hash: hash, n: 1, gen: r.gen}
+			r.used++
+			return 0
+		}
+		if sl.hash == hash {
+			sl.n++
+			return int(sl.n - 1)
+		}
+		i = (i + 1) & mask
+	}
+}
+
+func (r *Repeats) grow() {
+	old := r.slots
+	r.slots = make([]repeatSlot, max(256, 2*len(old)))
+	mask := uint64(len(r.slots) - 1)
+	for _, sl := range old {
+		if sl.gen != r.gen {
+			continue
+		}
+		i := binary.LittleEndian.Uint64(sl.hash[:8]) & mask
+		for r.slots[i].gen == r.gen {
+			i = (i + 1) & mask
+		}
+		r.slots[i] = sl
+	}
 }
 
 // Reset forgets every hash.
 func (r *Repeats) Reset() {
-	clear(r.seen)
+	r.used = 0
+	r.gen++
+	if r.gen == 0 { // wrapped: old generations could read as current
+		clear(r.slots)
+		r.gen = 1
+	}
 }

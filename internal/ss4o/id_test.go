@@ -3,6 +3,7 @@ package ss4o
 import (
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"regexp"
 	"testing"
 
@@ -195,5 +196,39 @@ func TestSpanIDIgnoresContent(t *testing.T) {
 	var _ ptrace.Span = sp
 	if b := string(AppendSpanID(nil, sp.TraceID(), sp.SpanID())); a != b {
 		t.Error("span id changed")
+	}
+}
+
+// TestRepeatsAgainstMap numbers random hashes (with many repeats, across
+// several Resets and growths) and compares with a plain map.
+func TestRepeatsAgainstMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var r Repeats
+	for round := 0; round < 20; round++ {
+		r.Reset()
+		want := map[[16]byte]int{}
+		n := rng.IntN(3000)
+		pool := make([][16]byte, 1+rng.IntN(n+1))
+		for i := range pool {
+			for j := range pool[i] {
+				pool[i][j] = byte(rng.Uint32())
+			}
+			if i > 0 && rng.IntN(10) == 0 { // same first 8 bytes: a collision of slots
+				copy(pool[i][:8], pool[i-1][:8])
+			}
+		}
+		for range n {
+			h := pool[rng.IntN(len(pool))]
+			if got := r.Next(h); got != want[h] {
+				t.Fatalf("round %d: Next = %d, want %d", round, got, want[h])
+			}
+			want[h]++
+		}
+	}
+	r.gen = ^uint32(0) // the generation wraps: nothing old may come back
+	r.Next([16]byte{1})
+	r.Reset()
+	if r.Next([16]byte{1}) != 0 {
+		t.Fatal("an entry survived a generation wrap")
 	}
 }
