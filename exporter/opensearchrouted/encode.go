@@ -2,6 +2,8 @@ package opensearchrouted
 
 import (
 	"math/rand/v2"
+	"runtime"
+	"sync"
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -16,19 +18,43 @@ import (
 // ref locates an item's record in the call's pdata.
 type ref struct{ r, s, i int32 }
 
+// part encodes a share of one call's records into bulk items. Every call
+// encodes into its own part; a large call also hands shares to extra parts,
+// encoded at the same time, whose items are then appended to the call's
+// batch (without copying them). A part is used by one goroutine at a time.
+type part struct {
+	batch   bulk.Batch
+	enc     ss4o.Encoder // resource and scope encoded once per ScopeLogs/ScopeSpans
+	scratch []byte
+	ids     []byte // append-only id arena; ids are views into it
+
+	refs   []ref      // per item
+	hashes [][16]byte // per item, content ids only
+	// occ per item, content ids only: -1 when the id is not a content id
+	// (document_id: attribute found one), else the occurrence of its content
+	// in the call (0 until numberRepeats has run).
+	occ []int32
+
+	encodeFailed int // records that could not be made into a bulk item
+}
+
+func (p *part) reset() {
+	p.batch.Reset()
+	p.ids = p.ids[:0]
+	p.refs = p.refs[:0]
+	p.hashes = p.hashes[:0]
+	p.occ = p.occ[:0]
+	p.encodeFailed = 0
+}
+
 // call is the state of one export call, pooled: every slice keeps its
 // capacity across calls, so a warmed-up exporter allocates little per call.
 // A call is used by one push at a time; its jobs write to disjoint items.
 type call struct {
-	batch   bulk.Batch
-	enc     ss4o.Encoder // resource and scope encoded once per ScopeLogs/ScopeSpans
-	scratch []byte
-	ids     []byte // append-only id arena of this call; ids are views into it
+	part            // the call's own share; its batch ends up holding every item
+	extra   []*part // further shares of a large call
 	repeats ss4o.Repeats
 
-	refs   []ref        // per item
-	hashes [][16]byte   // per item, content ids only
-	occ    []int32      // per item, content ids only
 	class  []bulk.Class // per item: the latest verdict (Retry while pending)
 	result []bulk.Outcome
 
@@ -39,8 +65,6 @@ type call struct {
 	subs          [][]int32
 	jobs          []job
 	reasons       [16]int
-
-	encodeFailed int // records that could not be made into a bulk item
 }
 
 type group struct {
@@ -49,78 +73,152 @@ type group struct {
 }
 
 func (c *call) reset() {
-	c.batch.Reset()
-	c.ids = c.ids[:0]
+	c.part.reset()
+	for _, p := range c.extra {
+		p.reset()
+	}
 	c.repeats.Reset()
-	c.refs = c.refs[:0]
-	c.hashes = c.hashes[:0]
-	c.occ = c.occ[:0]
 	c.reasons = [16]int{}
-	c.encodeFailed = 0
 }
 
-// id returns a string view of the id just appended to c.ids at start. The
-// view stays valid for the call: c.ids only grows until the next reset.
-func (c *call) id(start int) string {
-	if len(c.ids) == start {
+// id returns a string view of the id just appended to p.ids at start. The
+// view stays valid for the call: p.ids only grows until the next reset.
+func (p *part) id(start int) string {
+	if len(p.ids) == start {
 		return ""
 	}
-	return unsafe.String(&c.ids[start], len(c.ids)-start)
+	return unsafe.String(&p.ids[start], len(p.ids)-start)
 }
 
-// commit adds an item whose source is in c.scratch.
-func (c *call) commit(target, id string, r ref) bool {
-	buf := c.batch.Begin(target, id)
-	buf = append(buf, c.scratch...)
-	if _, err := c.batch.Commit(buf); err != nil {
-		c.encodeFailed++
+// commit adds an item whose source is in p.scratch.
+func (p *part) commit(target, id string, r ref) bool {
+	buf := p.batch.Begin(target, id)
+	buf = append(buf, p.scratch...)
+	if _, err := p.batch.Commit(buf); err != nil {
+		p.encodeFailed++
 		return false
 	}
-	c.refs = append(c.refs, r)
+	p.refs = append(p.refs, r)
 	return true
+}
+
+// minPerWorker is the fewest records worth a goroutine of their own: below
+// it, starting and joining the goroutine costs more than it saves.
+const minPerWorker = 256
+
+// shares returns how many parts encode a call of n records at once: one per
+// core the Go runtime may use (GOMAXPROCS, which follows the container's
+// CPU limit), with at least minPerWorker records each.
+func shares(n int) int {
+	return max(1, min(runtime.GOMAXPROCS(0), n/minPerWorker))
+}
+
+// encodeShared encodes records [0, n) in k = shares(n) ranges at once, each
+// into its own part (the first into c's own), then appends the other parts'
+// items to c's batch in order, so item numbers follow the records' order.
+func (c *call) encodeShared(n int, encode func(p *part, from, to int)) {
+	k := shares(n)
+	if k == 1 {
+		encode(&c.part, 0, n)
+		return
+	}
+	for len(c.extra) < k-1 {
+		c.extra = append(c.extra, new(part))
+	}
+	per := (n + k - 1) / k
+	var wg sync.WaitGroup
+	for w := 1; w < k; w++ {
+		p, from, to := c.extra[w-1], w*per, min(n, (w+1)*per)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			encode(p, from, to)
+		}()
+	}
+	encode(&c.part, 0, per)
+	wg.Wait()
+	for _, p := range c.extra[:k-1] {
+		c.batch.Append(&p.batch)
+		c.refs = append(c.refs, p.refs...)
+		c.hashes = append(c.hashes, p.hashes...)
+		c.occ = append(c.occ, p.occ...)
+		c.encodeFailed += p.encodeFailed
+	}
+}
+
+// numberRepeats numbers, in item order, the occurrences of each content in
+// the call; an item that repeats an earlier one gets the id "<hash>-<n>".
+func (c *call) numberRepeats() {
+	for it, o := range c.occ {
+		if o < 0 {
+			continue
+		}
+		h := c.hashes[it]
+		n := c.repeats.Next(h)
+		c.occ[it] = int32(n)
+		if n > 0 {
+			start := len(c.ids)
+			c.ids = ss4o.AppendID(c.ids, h, n)
+			c.batch.SetID(int32(it), c.id(start))
+		}
+	}
 }
 
 // encodeLogs turns every log record into a bulk item with its id.
 func (e *osExporter) encodeLogs(c *call, ld plog.Logs) {
+	c.encodeShared(ld.LogRecordCount(), func(p *part, from, to int) { e.encodeLogRange(p, ld, from, to) })
+	c.numberRepeats()
+}
+
+// encodeLogRange encodes the records whose position in ld (counting every
+// record of every scope in order) is in [from, to).
+func (e *osExporter) encodeLogRange(p *part, ld plog.Logs, from, to int) {
 	content := e.cfg.DocumentID == DocumentIDContent || e.cfg.DocumentID == DocumentIDAttribute
+	pos := 0
 	rls := ld.ResourceLogs()
-	for ri := 0; ri < rls.Len(); ri++ {
+	for ri := 0; ri < rls.Len() && pos < to; ri++ {
 		rl := rls.At(ri)
 		res := rl.Resource()
 		sls := rl.ScopeLogs()
-		for si := 0; si < sls.Len(); si++ {
+		for si := 0; si < sls.Len() && pos < to; si++ {
 			sl := sls.At(si)
-			c.enc.ResetLogs(rl, sl)
 			lrs := sl.LogRecords()
-			for li := 0; li < lrs.Len(); li++ {
+			n := lrs.Len()
+			if pos+n <= from {
+				pos += n
+				continue
+			}
+			p.enc.ResetLogs(rl, sl)
+			li := max(0, from-pos)
+			end := min(n, to-pos)
+			pos += n
+			for ; li < end; li++ {
 				lr := lrs.At(li)
 				target := e.targets.name(res.Attributes(), lr.Attributes())
-				c.scratch = c.enc.AppendLog(c.scratch[:0], lr)
-				start := len(c.ids)
+				p.scratch = p.enc.AppendLog(p.scratch[:0], lr)
+				start := len(p.ids)
 				var h [16]byte
-				occ := -1
+				occ := int32(-1)
 				switch e.cfg.DocumentID {
 				case DocumentIDAttribute:
 					if v, ok := lr.Attributes().Get(e.cfg.DocumentIDAttribute); ok && v.Type() != pcommon.ValueTypeEmpty {
 						if s := v.AsString(); s != "" {
-							c.ids = append(c.ids, s...)
+							p.ids = append(p.ids, s...)
 							break
 						}
 					}
-					h = ss4o.ContentID(c.scratch)
-					occ = c.repeats.Next(h)
-					c.ids = ss4o.AppendID(c.ids, h, occ)
+					h, occ = ss4o.ContentID(p.scratch), 0
+					p.ids = ss4o.AppendID(p.ids, h, 0)
 				case DocumentIDContent:
-					h = ss4o.ContentID(c.scratch)
-					occ = c.repeats.Next(h)
-					c.ids = ss4o.AppendID(c.ids, h, occ)
+					h, occ = ss4o.ContentID(p.scratch), 0
+					p.ids = ss4o.AppendID(p.ids, h, 0)
 				case DocumentIDRandom:
 					binaryPutRandom(&h)
-					c.ids = ss4o.AppendID(c.ids, h, 0)
+					p.ids = ss4o.AppendID(p.ids, h, 0)
 				}
-				if c.commit(target, c.id(start), ref{int32(ri), int32(si), int32(li)}) && content {
-					c.hashes = append(c.hashes, h)
-					c.occ = append(c.occ, int32(occ))
+				if p.commit(target, p.id(start), ref{int32(ri), int32(si), int32(li)}) && content {
+					p.hashes = append(p.hashes, h)
+					p.occ = append(p.occ, occ)
 				}
 			}
 		}
@@ -136,28 +234,42 @@ func binaryPutRandom(h *[16]byte) {
 
 // encodeTraces turns every span into a bulk item with id trace id + span id.
 func (e *osExporter) encodeTraces(c *call, td ptrace.Traces) {
+	c.encodeShared(td.SpanCount(), func(p *part, from, to int) { e.encodeSpanRange(p, td, from, to) })
+}
+
+// encodeSpanRange encodes the spans whose position in td is in [from, to).
+func (e *osExporter) encodeSpanRange(p *part, td ptrace.Traces, from, to int) {
+	pos := 0
 	rss := td.ResourceSpans()
-	for ri := 0; ri < rss.Len(); ri++ {
+	for ri := 0; ri < rss.Len() && pos < to; ri++ {
 		rs := rss.At(ri)
 		res := rs.Resource()
 		sss := rs.ScopeSpans()
-		for si := 0; si < sss.Len(); si++ {
+		for si := 0; si < sss.Len() && pos < to; si++ {
 			ss := sss.At(si)
-			c.enc.ResetTraces(rs, ss)
 			spans := ss.Spans()
-			for k := 0; k < spans.Len(); k++ {
+			n := spans.Len()
+			if pos+n <= from {
+				pos += n
+				continue
+			}
+			p.enc.ResetTraces(rs, ss)
+			k := max(0, from-pos)
+			end := min(n, to-pos)
+			pos += n
+			for ; k < end; k++ {
 				span := spans.At(k)
 				target := e.targets.name(res.Attributes(), span.Attributes())
-				start := len(c.ids)
-				c.ids = ss4o.AppendSpanID(c.ids, span.TraceID(), span.SpanID())
+				start := len(p.ids)
+				p.ids = ss4o.AppendSpanID(p.ids, span.TraceID(), span.SpanID())
 				// The id is known first: encode straight into the batch.
-				buf := c.batch.Begin(target, c.id(start))
-				buf = c.enc.AppendSpan(buf, span)
-				if _, err := c.batch.Commit(buf); err != nil {
-					c.encodeFailed++
+				buf := p.batch.Begin(target, p.id(start))
+				buf = p.enc.AppendSpan(buf, span)
+				if _, err := p.batch.Commit(buf); err != nil {
+					p.encodeFailed++
 					continue
 				}
-				c.refs = append(c.refs, ref{int32(ri), int32(si), int32(k)})
+				p.refs = append(p.refs, ref{int32(ri), int32(si), int32(k)})
 			}
 		}
 	}

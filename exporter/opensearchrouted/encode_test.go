@@ -1,0 +1,103 @@
+package opensearchrouted
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/opensearchrouted/opensearchrouted/internal/ss4o"
+)
+
+// TestEncodeSharedMatchesSequential encodes calls large enough to be
+// shared between goroutines, with exact repeats falling into different
+// shares, and checks every item against a plain one-by-one encoding: same
+// order, same source, same record, and content ids numbered across the
+// whole call.
+func TestEncodeSharedMatchesSequential(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // four shares even on a small machine
+	for _, mode := range []string{DocumentIDContent, DocumentIDAttribute, DocumentIDRandom} {
+		t.Run(mode, func(t *testing.T) {
+			cfg := createDefaultConfig()
+			cfg.Endpoints = []string{"http://127.0.0.1:9"}
+			cfg.LogsIndex = "logs"
+			cfg.DocumentID = mode
+			cfg.DocumentIDAttribute = "doc.id"
+			e := &osExporter{cfg: cfg, signal: signalLogs}
+			e.targets.init(cfg, signalLogs)
+
+			ld := makeLogs(0, 1500)
+			// Exact repeats: resources 4 and 5 (records 1000..1499) are copies
+			// of resource 0, so records 0..249 occur three times, the repeats
+			// in later shares than their first occurrences.
+			for r := 4; r < 6; r++ {
+				ld.ResourceLogs().At(0).CopyTo(ld.ResourceLogs().At(r))
+			}
+			// Some records name their own id (document_id: attribute).
+			ld.ResourceLogs().At(2).ScopeLogs().At(0).LogRecords().At(7).Attributes().PutStr("doc.id", "mine")
+
+			if k := shares(ld.LogRecordCount()); k < 2 {
+				t.Fatalf("shares = %d: the call is not shared", k)
+			}
+			c := &call{}
+			e.encodeLogs(c, ld)
+			if c.batch.Len() != 1500 || len(c.refs) != 1500 {
+				t.Fatalf("%d items, %d refs", c.batch.Len(), len(c.refs))
+			}
+
+			var enc ss4o.Encoder
+			var rep ss4o.Repeats
+			it := int32(0)
+			randomIDs := map[string]bool{}
+			for ri := 0; ri < ld.ResourceLogs().Len(); ri++ {
+				rl := ld.ResourceLogs().At(ri)
+				sl := rl.ScopeLogs().At(0)
+				enc.ResetLogs(rl, sl)
+				for li := 0; li < sl.LogRecords().Len(); li++ {
+					lr := sl.LogRecords().At(li)
+					doc := enc.AppendLog(nil, lr)
+					_, id, _ := c.batch.Item(it)
+					raw := c.batch.Bytes(it)
+					if got := raw[bytes.IndexByte(raw, '\n')+1 : len(raw)-1]; !bytes.Equal(got, doc) {
+						t.Fatalf("item %d: source differs", it)
+					}
+					if c.refs[it] != (ref{int32(ri), 0, int32(li)}) {
+						t.Fatalf("item %d: ref %v", it, c.refs[it])
+					}
+					var want string
+					switch {
+					case mode == DocumentIDRandom:
+						if randomIDs[id] || len(id) != 32 {
+							t.Fatalf("item %d: random id %q repeated or malformed", it, id)
+						}
+						randomIDs[id] = true
+						want = id
+					case mode == DocumentIDAttribute && ri == 2 && li == 7:
+						want = "mine"
+					default:
+						h := ss4o.ContentID(doc)
+						want = string(ss4o.AppendID(nil, h, rep.Next(h)))
+					}
+					if id != want {
+						t.Fatalf("item %d (resource %d record %d): id %q, want %q", it, ri, li, id, want)
+					}
+					if !bytes.Contains(raw[:bytes.IndexByte(raw, '\n')], []byte(fmt.Sprintf(`"_id":%q`, want))) {
+						t.Fatalf("item %d: action line %s", it, raw[:bytes.IndexByte(raw, '\n')])
+					}
+					it++
+				}
+			}
+			if mode == DocumentIDContent {
+				repeated := 0
+				for _, o := range c.occ {
+					if o > 0 {
+						repeated++
+					}
+				}
+				if repeated != 500 {
+					t.Fatalf("%d repeats numbered, want 500", repeated)
+				}
+			}
+		})
+	}
+}
