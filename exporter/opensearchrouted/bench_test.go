@@ -274,3 +274,22 @@ func BenchmarkPushLogsParallel(b *testing.B) {
 	})
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(calls.Load()*per), "cpu-ns/record")
 }
+
+// BenchmarkEncodeCall is the encoding phase of BenchmarkPushLogs alone
+// (documents, content ids, repeats, bulk items; shared between cores as a
+// push does), per record.
+func BenchmarkEncodeCall(b *testing.B) {
+	cfg := createDefaultConfig()
+	cfg.Endpoints = []string{"http://127.0.0.1:9"}
+	cfg.LogsIndex = "bench"
+	e := &osExporter{cfg: cfg, signal: signalLogs}
+	e.targets.init(cfg, signalLogs)
+	ld := makeLogs(0, benchPer)
+	c := &call{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += benchPer {
+		c.reset()
+		e.encodeLogs(c, ld)
+	}
+}

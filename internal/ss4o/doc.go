@@ -68,7 +68,7 @@
 //
 // # Ids
 //
-// Content ids (ContentID, AppendID, Repeats) are a murmur3 128-bit hash of
+// Content ids (ContentID, AppendID, Repeats) are an XXH3 128-bit hash of
 // the encoded document plus an occurrence counter for exact repeats within
 // one export call. Span ids (AppendSpanID) are the trace id and span id.
 // Because the hash covers the document bytes, records that differ only in

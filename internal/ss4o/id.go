@@ -4,21 +4,21 @@ import (
 	"encoding/binary"
 	"strconv"
 
-	"github.com/twmb/murmur3"
+	"github.com/zeebo/xxh3"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
-// ContentID is the 128-bit murmur3 hash (x64 variant, seed 0, h1 then h2,
+// ContentID is the 128-bit XXH3 hash (seed 0, high half then low half,
 // big-endian) of an encoded document. The document holds the resource, the
 // scope and every field of the record, so two records get the same
 // ContentID exactly when SS4O cannot tell them apart (see the package
 // documentation for the few distinctions it does not keep). The value depends
 // on the encoding: a change of the layout changes every content id.
 func ContentID(doc []byte) [16]byte {
-	h1, h2 := murmur3.Sum128(doc)
+	h := xxh3.Hash128(doc)
 	var id [16]byte
-	binary.BigEndian.PutUint64(id[:8], h1)
-	binary.BigEndian.PutUint64(id[8:], h2)
+	binary.BigEndian.PutUint64(id[:8], h.Hi)
+	binary.BigEndian.PutUint64(id[8:], h.Lo)
 	return id
 }
 
