@@ -23,10 +23,9 @@ type ref struct{ r, s, i int32 }
 // encoded at the same time, whose items are then appended to the call's
 // batch (without copying them). A part is used by one goroutine at a time.
 type part struct {
-	batch   bulk.Batch
-	enc     ss4o.Encoder // resource and scope encoded once per ScopeLogs/ScopeSpans
-	scratch []byte
-	ids     []byte // append-only id arena; ids are views into it
+	batch bulk.Batch
+	enc   ss4o.Encoder // resource and scope encoded once per ScopeLogs/ScopeSpans
+	ids   []byte       // append-only id arena; ids are views into it
 
 	refs   []ref      // per item
 	hashes [][16]byte // per item, content ids only
@@ -88,18 +87,6 @@ func (p *part) id(start int) string {
 		return ""
 	}
 	return unsafe.String(&p.ids[start], len(p.ids)-start)
-}
-
-// commit adds an item whose source is in p.scratch.
-func (p *part) commit(target, id string, r ref) bool {
-	buf := p.batch.Begin(target, id)
-	buf = append(buf, p.scratch...)
-	if _, err := p.batch.Commit(buf); err != nil {
-		p.encodeFailed++
-		return false
-	}
-	p.refs = append(p.refs, r)
-	return true
 }
 
 // minPerWorker is the fewest records worth a goroutine of their own: below
@@ -173,7 +160,6 @@ func (e *osExporter) encodeLogs(c *call, ld plog.Logs) {
 // encodeLogRange encodes the records whose position in ld (counting every
 // record of every scope in order) is in [from, to).
 func (e *osExporter) encodeLogRange(p *part, ld plog.Logs, from, to int) {
-	content := e.cfg.DocumentID == DocumentIDContent || e.cfg.DocumentID == DocumentIDAttribute
 	pos := 0
 	rls := ld.ResourceLogs()
 	for ri := 0; ri < rls.Len() && pos < to; ri++ {
@@ -194,35 +180,59 @@ func (e *osExporter) encodeLogRange(p *part, ld plog.Logs, from, to int) {
 			pos += n
 			for ; li < end; li++ {
 				lr := lrs.At(li)
-				target := e.targets.name(res.Attributes(), lr.Attributes())
-				p.scratch = p.enc.AppendLog(p.scratch[:0], lr)
-				start := len(p.ids)
-				var h [16]byte
-				occ := int32(-1)
-				switch e.cfg.DocumentID {
-				case DocumentIDAttribute:
-					if v, ok := lr.Attributes().Get(e.cfg.DocumentIDAttribute); ok && v.Type() != pcommon.ValueTypeEmpty {
-						if s := v.AsString(); s != "" {
-							p.ids = append(p.ids, s...)
-							break
-						}
-					}
-					h, occ = ss4o.ContentID(p.scratch), 0
-					p.ids = ss4o.AppendID(p.ids, h, 0)
-				case DocumentIDContent:
-					h, occ = ss4o.ContentID(p.scratch), 0
-					p.ids = ss4o.AppendID(p.ids, h, 0)
-				case DocumentIDRandom:
-					binaryPutRandom(&h)
-					p.ids = ss4o.AppendID(p.ids, h, 0)
-				}
-				if p.commit(target, p.id(start), ref{int32(ri), int32(si), int32(li)}) && content {
-					p.hashes = append(p.hashes, h)
-					p.occ = append(p.occ, occ)
-				}
+				p.encodeLog(e, e.targets.name(res.Attributes(), lr.Attributes()), lr, ref{int32(ri), int32(si), int32(li)})
 			}
 		}
 	}
+}
+
+// contentIDLen is the length of a content id without an occurrence suffix.
+const contentIDLen = 32
+
+// encodeLog adds lr as an item for target. An id known before the document
+// (document_id: random, none, or a found attribute) goes in its action line
+// first; a content id is the hash of the document, written into the place
+// reserved for it once the document is encoded: the document is written
+// once, straight into the batch.
+func (p *part) encodeLog(e *osExporter, target string, lr plog.LogRecord, r ref) {
+	start := len(p.ids)
+	switch e.cfg.DocumentID {
+	case DocumentIDRandom:
+		var h [16]byte
+		binaryPutRandom(&h)
+		p.ids = ss4o.AppendID(p.ids, h, 0)
+	case DocumentIDAttribute:
+		if v, ok := lr.Attributes().Get(e.cfg.DocumentIDAttribute); ok && v.Type() != pcommon.ValueTypeEmpty {
+			if s := v.AsString(); s != "" {
+				p.ids = append(p.ids, s...)
+			}
+		}
+	}
+	if e.cfg.DocumentID == DocumentIDRandom || e.cfg.DocumentID == DocumentIDNone || len(p.ids) > start {
+		buf := p.batch.Begin(target, p.id(start))
+		buf = p.enc.AppendLog(buf, lr)
+		if _, err := p.batch.Commit(buf); err != nil {
+			p.encodeFailed++
+			return
+		}
+		p.refs = append(p.refs, r)
+		if e.cfg.DocumentID == DocumentIDAttribute {
+			p.hashes = append(p.hashes, [16]byte{})
+			p.occ = append(p.occ, -1)
+		}
+		return
+	}
+	buf := p.batch.BeginSized(target, contentIDLen)
+	buf = p.enc.AppendLog(buf, lr)
+	h := ss4o.ContentID(p.batch.OpenSource(buf))
+	p.ids = ss4o.AppendID(p.ids, h, 0)
+	if _, err := p.batch.CommitID(buf, p.id(start)); err != nil {
+		p.encodeFailed++
+		return
+	}
+	p.refs = append(p.refs, r)
+	p.hashes = append(p.hashes, h)
+	p.occ = append(p.occ, 0)
 }
 
 func binaryPutRandom(h *[16]byte) {

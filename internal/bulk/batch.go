@@ -3,6 +3,7 @@ package bulk
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"github.com/opensearchrouted/opensearchrouted/internal/jsonstr"
 )
 
@@ -36,6 +37,8 @@ type Batch struct {
 	srcStart int // offset of the open item's source
 	index    string
 	id       string
+	idAt     int // BeginSized: offset of the reserved id from start
+	idLen    int // BeginSized: bytes reserved for the id; -1 after Begin
 
 	// The last index name and its JSON form: one export call writes to few
 	// indices, so most items reuse it.
@@ -66,6 +69,7 @@ func (b *Batch) Begin(index, id string) []byte {
 	b.open = true
 	b.start = len(b.arena)
 	b.index, b.id = index, id
+	b.idLen = -1
 	a := append(b.arena, `{"create":{"_index":`...)
 	if index != b.lastIndex || b.lastIndexJSON == nil {
 		b.lastIndexJSON = appendJSONString(b.lastIndexJSON[:0], index)
@@ -80,6 +84,52 @@ func (b *Batch) Begin(index, id string) []byte {
 	b.srcStart = len(a)
 	b.arena = a
 	return a
+}
+
+// BeginSized opens an item like Begin whose _id is known only once its
+// source is written (a hash of the source): it reserves idLen bytes for the
+// id in the action line. Append the source, read it back with OpenSource,
+// and close the item with CommitID.
+func (b *Batch) BeginSized(index string, idLen int) []byte {
+	a := b.Begin(index, "")
+	a = a[:len(a)-len("}}\n")]
+	a = append(a, `,"_id":"`...)
+	b.idAt = len(a) - b.start
+	for range idLen {
+		a = append(a, '0')
+	}
+	a = append(a, "\"}}\n"...)
+	b.idLen = idLen
+	b.srcStart = len(a)
+	b.arena = a
+	return a
+}
+
+// OpenSource returns the source appended so far to buf, the slice returned
+// by Begin or BeginSized with the open item's source appended.
+func (b *Batch) OpenSource(buf []byte) []byte {
+	if !b.open || len(buf) < b.srcStart {
+		return nil
+	}
+	return buf[b.srcStart:]
+}
+
+// CommitID closes an item opened by BeginSized, as Commit does, writing id
+// in the reserved place. id must have exactly the reserved length and only
+// characters that need no JSON escaping; otherwise the item is discarded
+// with an error.
+func (b *Batch) CommitID(buf []byte, id string) (int32, error) {
+	if !b.open || b.idLen < 0 {
+		b.Abort()
+		return -1, errors.New("bulk: CommitID without BeginSized")
+	}
+	if len(id) != b.idLen || !jsonstr.Plain(id) || len(buf) < b.srcStart {
+		b.Abort()
+		return -1, fmt.Errorf("bulk: an id of %d bytes (or with characters to escape) does not fit the %d plain bytes reserved", len(id), b.idLen)
+	}
+	copy(buf[b.start+b.idAt:], id)
+	b.id = id
+	return b.Commit(buf)
 }
 
 // Commit closes the item opened by Begin: buf is the slice Begin returned

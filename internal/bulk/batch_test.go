@@ -253,3 +253,42 @@ func FuzzActionLine(f *testing.F) {
 		}
 	})
 }
+
+// TestBeginSized checks that an item whose id is written after its source
+// is byte for byte the item Begin would have made, and that an id that does
+// not fit is refused without leaving anything behind.
+func TestBeginSized(t *testing.T) {
+	var want, b Batch
+	add(t, &want, "logs", "0123456789abcdef", `{"a":1}`)
+	add(t, &want, "logs", "x", `{"b":2}`)
+	buf := b.BeginSized("logs", 16)
+	buf = append(buf, `{"a":1}`...)
+	if got := string(b.OpenSource(buf)); got != `{"a":1}` {
+		t.Fatalf("OpenSource = %q", got)
+	}
+	if n, err := b.CommitID(buf, "0123456789abcdef"); err != nil || n != 0 {
+		t.Fatal(n, err)
+	}
+	size := b.Size()
+	for _, bad := range []string{"short", "0123456789abcdef0", `0123456789abcde"`, "0123456789abcd\n\n"} {
+		buf := b.BeginSized("logs", 16)
+		buf = append(buf, `{"bad":true}`...)
+		if _, err := b.CommitID(buf, bad); err == nil {
+			t.Fatalf("CommitID(%q) accepted", bad)
+		}
+		if b.Len() != 1 || b.Size() != size || len(b.arena) != size {
+			t.Fatalf("refused id %q left bytes behind", bad)
+		}
+	}
+	buf = b.Begin("logs", "x")
+	if _, err := b.CommitID(append(buf, `{"b":2}`...), "x"); err == nil {
+		t.Fatal("CommitID after Begin accepted")
+	}
+	add(t, &b, "logs", "x", `{"b":2}`)
+	if !bytes.Equal(b.arena, want.arena) {
+		t.Fatalf("BeginSized items:\n%s\nBegin items:\n%s", b.arena, want.arena)
+	}
+	if _, id, _ := b.Item(0); id != "0123456789abcdef" {
+		t.Fatalf("id %q", id)
+	}
+}

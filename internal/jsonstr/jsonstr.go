@@ -86,3 +86,14 @@ func clean8(s string) bool {
 		(b - lo) & ^b // == '\\'
 	return bad&hi == 0
 }
+
+// Plain reports whether s is written by Append exactly as itself between
+// the quotes: printable ASCII without '"' or '\\'.
+func Plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !safe[s[i]] {
+			return false
+		}
+	}
+	return true
+}

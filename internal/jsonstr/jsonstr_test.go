@@ -69,3 +69,14 @@ func TestClean8(t *testing.T) {
 		}
 	}
 }
+
+func TestPlain(t *testing.T) {
+	for s, want := range map[string]bool{"": true, "0af-9_Z ~": true, `a"b`: false, `a\b`: false, "a\nb": false, "é": false, "\x7f": true} {
+		if got := Plain(s); got != want {
+			t.Errorf("Plain(%q) = %v", s, got)
+		}
+		if got := string(Append(nil, s)) == `"`+s+`"`; Plain(s) && !got {
+			t.Errorf("Plain(%q) but Append escapes it", s)
+		}
+	}
+}
