@@ -336,7 +336,7 @@ func appendAttributes(dst []byte, key string, m pcommon.Map) []byte {
 
 // smallMap is the number of keys up to which repeated keys are found by
 // comparing with the keys already written, without allocating.
-const smallMap = 32
+const smallMap = 16
 
 // appendMap writes m as a JSON object. JSON objects must not repeat a key
 // (OpenSearch rejects such documents), so only the first occurrence of a key
@@ -344,44 +344,60 @@ const smallMap = 32
 // their encoded form, so two keys that differ only in invalid UTF-8 (and so
 // read the same on the server) count as repeats too.
 func appendMap(dst []byte, m pcommon.Map) []byte {
-	dst = append(dst, '{')
-	var small [smallMap][2]int // encoded key spans in dst
-	spans := small[:0]
-	var seen map[string]struct{}
-	if m.Len() > smallMap {
-		seen = make(map[string]struct{}, m.Len())
+	if m.Len() > smallMap || len(dst) > math.MaxUint32/2 {
+		return appendLargeMap(dst, m)
 	}
+	dst = append(dst, '{')
+	// The keys written so far: a fingerprint (length, first and last
+	// characters) to skip most comparisons, and where each starts in dst.
+	var fps [smallMap]uint64
+	var starts [smallMap]uint32
+	nk := 0
 	for k, v := range m.All() {
 		mark := len(dst)
-		if len(spans) > 0 {
+		if nk > 0 {
 			dst = append(dst, ',')
 		}
 		start := len(dst)
 		dst = appendString(dst, k)
 		key := dst[start:]
-		if seen != nil {
-			if _, dup := seen[string(key)]; dup {
-				dst = dst[:mark]
-				continue
+		fp := uint64(len(key)) | uint64(key[1])<<32 | uint64(key[len(key)-2])<<40
+		dup := false
+		for i := 0; i < nk; i++ {
+			if fps[i] == fp && string(dst[starts[i]:int(starts[i])+len(key)]) == string(key) {
+				dup = true
+				break
 			}
-			seen[string(key)] = struct{}{}
-			if len(spans) == 0 {
-				spans = append(spans, [2]int{}) // marks "one key written"
-			}
-		} else {
-			dup := false
-			for _, sp := range spans {
-				if string(dst[sp[0]:sp[1]]) == string(key) {
-					dup = true
-					break
-				}
-			}
-			if dup {
-				dst = dst[:mark]
-				continue
-			}
-			spans = append(spans, [2]int{start, len(dst)})
 		}
+		if dup {
+			dst = dst[:mark]
+			continue
+		}
+		fps[nk], starts[nk] = fp, uint32(start)
+		nk++
+		dst = append(dst, ':')
+		dst = appendValue(dst, v)
+	}
+	return append(dst, '}')
+}
+
+// appendLargeMap is appendMap for maps of more than smallMap keys: repeated
+// keys are found with a set.
+func appendLargeMap(dst []byte, m pcommon.Map) []byte {
+	dst = append(dst, '{')
+	seen := make(map[string]struct{}, m.Len())
+	for k, v := range m.All() {
+		mark := len(dst)
+		if len(seen) > 0 {
+			dst = append(dst, ',')
+		}
+		start := len(dst)
+		dst = appendString(dst, k)
+		if _, dup := seen[string(dst[start:])]; dup {
+			dst = dst[:mark]
+			continue
+		}
+		seen[string(dst[start:])] = struct{}{}
 		dst = append(dst, ':')
 		dst = appendValue(dst, v)
 	}
