@@ -81,9 +81,9 @@ func clean8(s string) bool {
 	q := x ^ (lo * '"')
 	b := x ^ (lo * '\\')
 	bad := x | // ≥ 0x80
-		(x - lo*0x20) & ^x | // < 0x20 (exact once no byte is ≥ 0x80)
-		(q - lo) & ^q | // == '"'
-		(b - lo) & ^b // == '\\'
+		(x-lo*0x20) & ^x | // < 0x20 (exact once no byte is ≥ 0x80)
+		(q-lo) & ^q | // == '"'
+		(b-lo) & ^b // == '\\'
 	return bad&hi == 0
 }
 
