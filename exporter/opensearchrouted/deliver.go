@@ -206,19 +206,20 @@ func (e *osExporter) round(ctx context.Context, c *call) error {
 		addJobs(nil, c.unrouted, e.cfg.Bulk.MaxBytes)
 	}
 
-	if len(c.jobs) == 1 {
-		e.run(ctx, c, &c.jobs[0])
-	} else {
-		var wg sync.WaitGroup
-		for i := range c.jobs {
-			wg.Add(1)
-			go func(j *job) {
-				defer wg.Done()
-				e.run(ctx, c, j)
-			}(&c.jobs[i])
-		}
-		wg.Wait()
+	// Every job but the first on a goroutine of its own; the first on this
+	// one, whose stack has already grown.
+	var wg sync.WaitGroup
+	for i := 1; i < len(c.jobs); i++ {
+		wg.Add(1)
+		go func(j *job) {
+			defer wg.Done()
+			e.run(ctx, c, j)
+		}(&c.jobs[i])
 	}
+	if len(c.jobs) > 0 {
+		e.run(ctx, c, &c.jobs[0])
+	}
+	wg.Wait()
 	for i := range c.jobs {
 		var re *bulk.RequestError
 		if errors.As(c.jobs[i].err, &re) && re.Kind == bulk.KindAuth {
