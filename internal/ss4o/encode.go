@@ -2,6 +2,7 @@ package ss4o
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"github.com/opensearchrouted/opensearchrouted/internal/jsonstr"
 	"math"
 	"strconv"
@@ -476,14 +477,7 @@ func appendBase64(dst []byte, b pcommon.ByteSlice) []byte {
 	return append(dst, '"')
 }
 
-const hexDigits = "0123456789abcdef"
-
-func appendHex(dst []byte, b []byte) []byte {
-	for _, c := range b {
-		dst = append(dst, hexDigits[c>>4], hexDigits[c&0xf])
-	}
-	return dst
-}
+func appendHex(dst []byte, b []byte) []byte { return hex.AppendEncode(dst, b) }
 
 // appendString writes s as a JSON string (see jsonstr.Append).
 func appendString(dst []byte, s string) []byte { return jsonstr.Append(dst, s) }
