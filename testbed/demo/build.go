@@ -40,7 +40,8 @@ func FindRoot() (string, error) {
 // is missing or stale:
 //   - ocb is installed into root/dist/bin with `go install` (pinned);
 //   - ocb regenerates and builds the distribution when root/dist has no
-//     generated sources or builder-config.yaml is newer than them;
+//     generated sources or builder-config.yaml, go.mod or go.sum is newer
+//     than them;
 //   - otherwise `go build` in root/dist rebuilds the binary, which is
 //     incremental (seconds) and picks up changes to this module's sources
 //     through the generated go.mod's replace.
@@ -75,7 +76,11 @@ func EnsureCollector(ctx context.Context, root string, log io.Writer) (string, e
 	}
 
 	bin := filepath.Join(dist, CollectorName)
-	if stale(filepath.Join(root, "builder-config.yaml"), filepath.Join(dist, "components.go"), filepath.Join(dist, "go.mod")) {
+	generated := []string{filepath.Join(dist, "components.go"), filepath.Join(dist, "go.mod"), filepath.Join(dist, "go.sum")}
+	// The distribution's go.mod/go.sum copy our module's requirements: a
+	// change of ours (a new dependency) needs a new generation too.
+	if stale(filepath.Join(root, "builder-config.yaml"), generated...) ||
+		stale(filepath.Join(root, "go.mod"), generated...) || stale(filepath.Join(root, "go.sum"), generated...) {
 		fmt.Fprintf(log, "building %s with ocb (the first build downloads the collector's modules)\n", bin)
 		cmd := exec.CommandContext(ctx, builder, "--config", "builder-config.yaml")
 		cmd.Dir = root

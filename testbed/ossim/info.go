@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-func (n *Node) publishAddr() string   { return "127.0.0.1:" + strconv.Itoa(n.port) }
+func (n *Node) publishAddr() string   { return strings.TrimPrefix(n.URL(), "http://") }
 func (n *Node) transportAddr() string { return "127.0.0.1:" + strconv.Itoa(9300+n.idx) }
 
 func (q *request) handleRoot() {
