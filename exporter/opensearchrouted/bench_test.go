@@ -74,9 +74,12 @@ func (m *minimalCluster) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = buf.ReadFrom(r.Body)
 		items := bytes.Count(buf.Bytes(), []byte{'\n'}) / 2
 		bodyPool.Put(buf)
+		list := cannedItems[:max(0, items*(len(itemOK)+1)-1)]
+		// As OpenSearch answers: one response with its Content-Length.
 		w.Header()["Content-Type"] = jsonCT
+		w.Header()["Content-Length"] = []string{strconv.Itoa(len(cannedPrefix) + len(list) + len(cannedSuffix))}
 		_, _ = w.Write(cannedPrefix)
-		_, _ = w.Write(cannedItems[:items*(len(itemOK)+1)-1])
+		_, _ = w.Write(list)
 		_, _ = w.Write(cannedSuffix)
 	case strings.HasPrefix(p, "/_nodes/stats"):
 		fmt.Fprint(w, `{"nodes":{}}`)

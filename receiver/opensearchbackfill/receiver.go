@@ -63,7 +63,7 @@ type backfillReceiver struct {
 	slices  []*slice
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-	done    chan struct{} // closed when every slice goroutine returned
+	done    chan struct{} // closed when every slice goroutine returned and completion was reported
 
 	mu   sync.Mutex // guards errs
 	errs []error    // fatal errors of slices
@@ -203,7 +203,9 @@ func (r *backfillReceiver) Start(ctx context.Context, host component.Host) (err 
 	}
 	go func() {
 		r.wg.Wait()
-		close(r.done)
+		// done closes after the completion is reported: whoever waits on
+		// done sees the report too.
+		defer close(r.done)
 		if rctx.Err() == nil && r.cfg.Mode == ModeOnce && len(r.fatalErrors()) == 0 {
 			attrs := pcommon.NewMap()
 			attrs.PutStr(StateAttribute, StateCompleted)
