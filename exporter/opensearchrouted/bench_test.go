@@ -247,14 +247,28 @@ func BenchmarkRoutedVsRoundRobin(b *testing.B) {
 }
 
 // BenchmarkPushLogsParallel is BenchmarkPushLogs with pushes running
-// concurrently, as the collector's sending queue runs them (num_consumers):
-// per-record cost amortised over both cores.
+// concurrently, as the collector's sending queue runs them (num_consumers,
+// default 10): four goroutines (two per core) push, so up to four calls are
+// in flight; per-record cost amortised over both cores.
 func BenchmarkPushLogsParallel(b *testing.B) {
 	e := benchExporter(b, signalLogs, true)
-	const per = benchPer
-	ld := makeLogs(0, per)
+	ld := makeLogs(0, benchPer)
+	benchPushParallel(b, func(ctx context.Context) error { return e.pushLogs(ctx, ld) })
+}
+
+// BenchmarkPushSpansParallel is BenchmarkPushLogsParallel for spans.
+func BenchmarkPushSpansParallel(b *testing.B) {
+	e := benchExporter(b, signalTraces, true)
+	td := makeSpans(0, benchPer)
+	benchPushParallel(b, func(ctx context.Context) error { return e.pushTraces(ctx, td) })
+}
+
+// benchPushParallel runs push (one call of benchPer records) from two
+// goroutines per core, each pushing once per benchPer of its iterations,
+// reporting per record.
+func benchPushParallel(b *testing.B, push func(context.Context) error) {
 	ctx := context.Background()
-	if err := e.pushLogs(ctx, ld); err != nil {
+	if err := push(ctx); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -265,17 +279,17 @@ func BenchmarkPushLogsParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		n := 0
 		for pb.Next() {
-			if n++; n%per != 0 {
+			if n++; n%benchPer != 0 {
 				continue
 			}
 			calls.Add(1)
-			if err := e.pushLogs(ctx, ld); err != nil {
+			if err := push(ctx); err != nil {
 				b.Error(err)
 				return
 			}
 		}
 	})
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(calls.Load()*per), "cpu-ns/record")
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(max(1, calls.Load())*benchPer), "cpu-ns/record")
 }
 
 // BenchmarkEncodeCall is the encoding phase of BenchmarkPushLogs alone
