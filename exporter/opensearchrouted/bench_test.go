@@ -305,8 +305,10 @@ func BenchmarkEncodeCall(b *testing.B) {
 	c := &call{}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i += benchPer {
 		c.reset()
 		e.encodeLogs(c, ld)
 	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/record")
 }
