@@ -162,9 +162,17 @@ func (e *osExporter) round(ctx context.Context, c *call) error {
 	}
 	c.unrouted = c.unrouted[:0]
 	ng := 0
+	located := c.located
+	c.located = false // later rounds locate again: the topology may have changed
 	for _, it := range c.pending {
-		index, id, _ := c.batch.Item(it)
-		node, reason := e.router.Locate(index, id, "")
+		var node *routing.Node
+		var reason routing.Reason
+		if located {
+			node, reason = c.locs[it].node, c.locs[it].reason
+		} else {
+			index, id, _ := c.batch.Item(it)
+			node, reason = e.router.Locate(index, id, "")
+		}
 		c.reasons[reason]++
 		if node == nil {
 			c.unrouted = append(c.unrouted, it)

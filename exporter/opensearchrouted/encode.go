@@ -28,6 +28,7 @@ type part struct {
 	ids   []byte       // append-only id arena; ids are views into it
 
 	refs   []ref      // per item
+	locs   []loc      // per item: where Locate sent it while encoding
 	hashes [][16]byte // per item, content ids only
 	// occ per item, content ids only: -1 when the id is not a content id
 	// (document_id: attribute found one), else the occurrence of its content
@@ -37,10 +38,19 @@ type part struct {
 	encodeFailed int // records that could not be made into a bulk item
 }
 
+// loc is an item's node (nil: not routable) and the reason, as Locate
+// gave them.
+type loc struct {
+	node   *routing.Node
+	reason routing.Reason
+}
+
 func (p *part) reset() {
 	p.batch.Reset()
 	p.ids = p.ids[:0]
 	p.refs = p.refs[:0]
+	clear(p.locs) // drop the node pointers
+	p.locs = p.locs[:0]
 	p.hashes = p.hashes[:0]
 	p.occ = p.occ[:0]
 	p.encodeFailed = 0
@@ -53,6 +63,11 @@ type call struct {
 	part            // the call's own share; its batch ends up holding every item
 	extra   []*part // further shares of a large call
 	repeats ss4o.Repeats
+	router  *routing.Router // the exporter's, for locating re-identified items
+	// located: locs holds every item's location, found while encoding (in
+	// the shares, at once); the first round uses it instead of locating
+	// again.
+	located bool
 
 	class  []bulk.Class // per item: the latest verdict (Retry while pending)
 	result []bulk.Outcome
@@ -72,6 +87,7 @@ type group struct {
 }
 
 func (c *call) reset() {
+	c.located = false
 	c.part.reset()
 	for _, p := range c.extra {
 		p.reset()
@@ -127,6 +143,7 @@ func (c *call) encodeShared(n int, encode func(p *part, from, to int)) {
 	for _, p := range c.extra[:k-1] {
 		c.batch.Append(&p.batch)
 		c.refs = append(c.refs, p.refs...)
+		c.locs = append(c.locs, p.locs...)
 		c.hashes = append(c.hashes, p.hashes...)
 		c.occ = append(c.occ, p.occ...)
 		c.encodeFailed += p.encodeFailed
@@ -147,14 +164,42 @@ func (c *call) numberRepeats() {
 			start := len(c.ids)
 			c.ids = ss4o.AppendID(c.ids, h, n)
 			c.batch.SetID(int32(it), c.id(start))
+			if c.located {
+				index, id, _ := c.batch.Item(int32(it))
+				c.locs[it] = c.locate(index, id)
+			}
 		}
 	}
 }
 
-// encodeLogs turns every log record into a bulk item with its id.
+// encodeLogs turns every log record into a bulk item with its id and
+// location.
 func (e *osExporter) encodeLogs(c *call, ld plog.Logs) {
-	c.encodeShared(ld.LogRecordCount(), func(p *part, from, to int) { e.encodeLogRange(p, ld, from, to) })
+	c.router = e.router
+	c.encodeShared(ld.LogRecordCount(), func(p *part, from, to int) {
+		e.encodeLogRange(p, ld, from, to)
+		p.locate(e.router)
+	})
+	c.located = e.router != nil && len(c.locs) == c.batch.Len()
 	c.numberRepeats()
+}
+
+// locate finds the node of every item of p (in the share's goroutine).
+func (p *part) locate(r *routing.Router) {
+	if r == nil {
+		return
+	}
+	for it := range int32(p.batch.Len()) {
+		index, id, _ := p.batch.Item(it)
+		node, reason := r.Locate(index, id, "")
+		p.locs = append(p.locs, loc{node, reason})
+	}
+}
+
+// locate is Locate for one item, through the call's router.
+func (c *call) locate(index, id string) loc {
+	node, reason := c.router.Locate(index, id, "")
+	return loc{node, reason}
 }
 
 // encodeLogRange encodes the records whose position in ld (counting every
@@ -242,9 +287,15 @@ func binaryPutRandom(h *[16]byte) {
 	}
 }
 
-// encodeTraces turns every span into a bulk item with id trace id + span id.
+// encodeTraces turns every span into a bulk item with id trace id + span id
+// and its location.
 func (e *osExporter) encodeTraces(c *call, td ptrace.Traces) {
-	c.encodeShared(td.SpanCount(), func(p *part, from, to int) { e.encodeSpanRange(p, td, from, to) })
+	c.router = e.router
+	c.encodeShared(td.SpanCount(), func(p *part, from, to int) {
+		e.encodeSpanRange(p, td, from, to)
+		p.locate(e.router)
+	})
+	c.located = e.router != nil && len(c.locs) == c.batch.Len()
 }
 
 // encodeSpanRange encodes the spans whose position in td is in [from, to).

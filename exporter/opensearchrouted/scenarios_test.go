@@ -151,3 +151,33 @@ func TestShutdownLeavesNoGoroutines(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatsRoutedEmulator pushes one call with exact repeats, large enough
+// to be encoded in shares: every record is stored (the repeats under their
+// own numbered ids) and every item, the re-identified repeats included,
+// goes straight to its primary's node.
+func TestRepeatsRoutedEmulator(t *testing.T) {
+	sim := ossim.StartT(t, ossim.Options{Nodes: 3, NoHopLatency: true, DefaultShards: 6})
+	cfg := testConfig(sim.Addrs())
+	cfg.LogsIndex = "repeats"
+	e, _ := startExporter(t, cfg, signalLogs)
+	if err := e.pushLogs(context.Background(), makeLogs(1_000_000, 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitRouted(t, e, "repeats")
+	sim.ResetStats()
+	ld := makeLogs(0, 1500)
+	for r := 4; r < 6; r++ { // records 0..249 three times over
+		ld.ResourceLogs().At(0).CopyTo(ld.ResourceLogs().At(r))
+	}
+	if err := e.pushLogs(context.Background(), ld); err != nil {
+		t.Fatal(err)
+	}
+	received, forwarded, _ := simTotals(sim)
+	if received != 1500 || forwarded != 0 {
+		t.Fatalf("%d items received, %d forwarded; want 1500, 0", received, forwarded)
+	}
+	if got := count(t, sim.Addr(0), "repeats"); got != 1501 {
+		t.Fatalf("stored %d, want 1501", got)
+	}
+}
