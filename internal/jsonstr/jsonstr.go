@@ -22,9 +22,28 @@ var safe = func() (t [256]bool) {
 // of valid UTF-8 replaced by U+FFFD. Everything else, including
 // U+2028/U+2029, is copied.
 func Append(dst []byte, s string) []byte {
+	// Most strings need no escaping at all: find the first byte that does,
+	// 8 bytes at a time, and copy everything before it in one go.
+	i := 0
+	for i+8 <= len(s) && clean8(s[i:i+8]) {
+		i += 8
+	}
+	for i < len(s) && safe[s[i]] {
+		i++
+	}
+	if i == len(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	return appendSlow(dst, s, i)
+}
+
+// appendSlow is Append for a string whose first i bytes need no escaping.
+func appendSlow(dst []byte, s string, i int) []byte {
 	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		if i+8 <= len(s) && clean8(s[i:i+8]) {
 			i += 8
 			continue

@@ -80,3 +80,16 @@ func TestPlain(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAppend writes the strings of a typical log record: short
+// attribute keys and values, a sentence-long body.
+func BenchmarkAppend(b *testing.B) {
+	strs := []string{"seq", "http.method", "GET", "ok", "latency", "path", "/api/v1/items", "Info", "log message number 12345 with some text"}
+	buf := make([]byte, 0, 256)
+	for i := 0; i < b.N; i++ {
+		buf = buf[:0]
+		for _, s := range strs {
+			buf = Append(buf, s)
+		}
+	}
+}
