@@ -18,7 +18,8 @@ import (
 // extended buffer. Schema URLs are not known here and are left out; use an
 // Encoder to include them and to encode the shared resource and scope once.
 func AppendLog(dst []byte, res pcommon.Resource, scope pcommon.InstrumentationScope, lr plog.LogRecord) []byte {
-	dst = appendLogFields(dst, lr)
+	var ck clock
+	dst = appendLogFields(dst, lr, &ck)
 	dst = appendOrigin(dst, res, "", scope, "")
 	return append(dst, '}')
 }
@@ -26,7 +27,8 @@ func AppendLog(dst []byte, res pcommon.Resource, scope pcommon.InstrumentationSc
 // AppendSpan appends the SS4O document of span, emitted under res and scope,
 // to dst. Schema URLs are left out; see Encoder.
 func AppendSpan(dst []byte, res pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span) []byte {
-	dst = appendSpanFields(dst, span)
+	var ck clock
+	dst = appendSpanFields(dst, span, &ck)
 	dst = appendOrigin(dst, res, "", scope, "")
 	return append(dst, '}')
 }
@@ -39,6 +41,7 @@ func AppendSpan(dst []byte, res pcommon.Resource, scope pcommon.InstrumentationS
 // changing the resource or scope: the encoded copy is not updated.
 type Encoder struct {
 	origin []byte // encoded ,"resource":…,"instrumentationScope":… fields
+	clock  clock  // the last second a timestamp was written in
 }
 
 // ResetLogs prepares e for the records of sl inside rl.
@@ -60,32 +63,32 @@ func (e *Encoder) Reset(res pcommon.Resource, resourceSchemaURL string, scope pc
 
 // AppendLog appends the document of lr to dst.
 func (e *Encoder) AppendLog(dst []byte, lr plog.LogRecord) []byte {
-	dst = appendLogFields(dst, lr)
+	dst = appendLogFields(dst, lr, &e.clock)
 	dst = append(dst, e.origin...)
 	return append(dst, '}')
 }
 
 // AppendSpan appends the document of span to dst.
 func (e *Encoder) AppendSpan(dst []byte, span ptrace.Span) []byte {
-	dst = appendSpanFields(dst, span)
+	dst = appendSpanFields(dst, span, &e.clock)
 	dst = append(dst, e.origin...)
 	return append(dst, '}')
 }
 
 // appendLogFields writes "{" and the record's own fields; "@timestamp" is
 // always first so that every later field starts with a comma.
-func appendLogFields(dst []byte, lr plog.LogRecord) []byte {
+func appendLogFields(dst []byte, lr plog.LogRecord, ck *clock) []byte {
 	ts, observed := uint64(lr.Timestamp()), uint64(lr.ObservedTimestamp())
 	dst = append(dst, `{"@timestamp":`...)
 	if ts != 0 {
-		dst = appendTime(dst, ts)
+		dst = ck.appendTime(dst, ts)
 	} else {
-		dst = appendTime(dst, observed)
+		dst = ck.appendTime(dst, observed)
 		dst = append(dst, `,"timestampUnset":true`...)
 	}
 	if observed != 0 {
 		dst = append(dst, `,"observedTimestamp":`...)
-		dst = appendTime(dst, observed)
+		dst = ck.appendTime(dst, observed)
 	}
 	if id := lr.TraceID(); !id.IsEmpty() {
 		dst = append(dst, `,"traceId":"`...)
@@ -129,18 +132,18 @@ func appendLogFields(dst []byte, lr plog.LogRecord) []byte {
 	return appendCount(dst, `,"droppedAttributesCount":`, lr.DroppedAttributesCount())
 }
 
-func appendSpanFields(dst []byte, span ptrace.Span) []byte {
+func appendSpanFields(dst []byte, span ptrace.Span, ck *clock) []byte {
 	start, end := uint64(span.StartTimestamp()), uint64(span.EndTimestamp())
 	dst = append(dst, `{"@timestamp":`...)
 	mark := len(dst)
-	dst = appendTime(dst, start)
+	dst = ck.appendTime(dst, start)
 	if start != 0 {
 		dst = append(dst, `,"startTime":`...)
 		dst = append(dst, dst[mark:len(dst)-len(`,"startTime":`)]...)
 	}
 	if end != 0 {
 		dst = append(dst, `,"endTime":`...)
-		dst = appendTime(dst, end)
+		dst = ck.appendTime(dst, end)
 	}
 	if id := span.TraceID(); !id.IsEmpty() {
 		dst = append(dst, `,"traceId":"`...)
@@ -200,7 +203,7 @@ func appendSpanFields(dst []byte, span ptrace.Span) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendEvent(dst, events.At(i))
+			dst = appendEvent(dst, events.At(i), ck)
 		}
 		dst = append(dst, ']')
 	}
@@ -225,12 +228,12 @@ var (
 	statusNames = [...]string{"Unset", "Ok", "Error"}
 )
 
-func appendEvent(dst []byte, ev ptrace.SpanEvent) []byte {
+func appendEvent(dst []byte, ev ptrace.SpanEvent, ck *clock) []byte {
 	dst = append(dst, '{')
 	n := len(dst)
 	if ts := uint64(ev.Timestamp()); ts != 0 {
 		dst = append(dst, `,"@timestamp":`...)
-		dst = appendTime(dst, ts)
+		dst = ck.appendTime(dst, ts)
 	}
 	if name := ev.Name(); name != "" {
 		dst = append(dst, `,"name":`...)

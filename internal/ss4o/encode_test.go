@@ -437,3 +437,23 @@ func TestAllocs(t *testing.T) {
 		t.Errorf("ids: %v allocs", n)
 	}
 }
+
+// TestClockReuse checks that a clock reused across timestamps (mostly in
+// the same few seconds, sometimes far away) writes what a fresh one does.
+func TestClockReuse(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	var c clock
+	base := rng.Uint64N(4e18)
+	for i := range 100000 {
+		ns := base + rng.Uint64N(3e9)
+		switch i % 100 {
+		case 0:
+			ns = rng.Uint64()
+		case 1:
+			ns = ns / 1e9 * 1e9 // a whole second
+		}
+		if got, want := string(c.appendTime(nil, ns)), string(appendTime(nil, ns)); got != want {
+			t.Fatalf("%d: reused clock wrote %s, want %s", ns, got, want)
+		}
+	}
+}

@@ -12,21 +12,28 @@ import (
 // zeros of the fraction removed, no fraction when it is zero, "Z" as zone.
 // Every uint64 value (up to year 2554) has a four-digit year.
 func appendTime(dst []byte, ns uint64) []byte {
+	var c clock
+	return c.appendTime(dst, ns)
+}
+
+// clock is appendTime with a memory: the records of one export call are
+// mostly stamped within the same second, so the date and time of the last
+// second written are kept and only the fraction is formatted again.
+type clock struct {
+	sec    uint64
+	prefix [20]byte // "YYYY-MM-DDThh:mm:ss with its opening quote
+	valid  bool
+}
+
+func (c *clock) appendTime(dst []byte, ns uint64) []byte {
 	secs, frac := ns/1e9, ns%1e9
-	days, rem := secs/86400, secs%86400
-	y, m, d := civil(days)
+	if !c.valid || c.sec != secs {
+		c.setSecond(secs)
+	}
 	n := len(dst)
-	dst = append(dst, `"0000-00-00T00:00:00.000000000Z"`...)
+	dst = append(dst, c.prefix[:]...)
+	dst = append(dst, `.000000000Z"`...)
 	b := dst[n : n+32 : n+32]
-	hi, lo := y/100, y%100
-	b[1], b[2] = pairs[2*hi], pairs[2*hi+1]
-	b[3], b[4] = pairs[2*lo], pairs[2*lo+1]
-	b[6], b[7] = pairs[2*m], pairs[2*m+1]
-	b[9], b[10] = pairs[2*d], pairs[2*d+1]
-	h, mi, s := rem/3600, rem/60%60, rem%60
-	b[12], b[13] = pairs[2*h], pairs[2*h+1]
-	b[15], b[16] = pairs[2*mi], pairs[2*mi+1]
-	b[18], b[19] = pairs[2*s], pairs[2*s+1]
 	if frac == 0 {
 		b[20], b[21] = 'Z', '"'
 		return dst[:n+22]
@@ -51,6 +58,24 @@ func appendTime(dst []byte, ns uint64) []byte {
 	}
 	b[end], b[end+1] = 'Z', '"'
 	return dst[:n+end+2]
+}
+
+// setSecond formats the date and time of secs into c.prefix.
+func (c *clock) setSecond(secs uint64) {
+	days, rem := secs/86400, secs%86400
+	y, m, d := civil(days)
+	b := &c.prefix
+	copy(b[:], `"0000-00-00T00:00:00`)
+	hi, lo := y/100, y%100
+	b[1], b[2] = pairs[2*hi], pairs[2*hi+1]
+	b[3], b[4] = pairs[2*lo], pairs[2*lo+1]
+	b[6], b[7] = pairs[2*m], pairs[2*m+1]
+	b[9], b[10] = pairs[2*d], pairs[2*d+1]
+	h, mi, s := rem/3600, rem/60%60, rem%60
+	b[12], b[13] = pairs[2*h], pairs[2*h+1]
+	b[15], b[16] = pairs[2*mi], pairs[2*mi+1]
+	b[18], b[19] = pairs[2*s], pairs[2*s+1]
+	c.sec, c.valid = secs, true
 }
 
 // pairs holds "00" to "99": two decimal digits per lookup.
