@@ -2,9 +2,11 @@ package ss4o
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"github.com/opensearchrouted/opensearchrouted/internal/jsonstr"
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -480,7 +482,32 @@ func appendBase64(dst []byte, b pcommon.ByteSlice) []byte {
 	return append(dst, '"')
 }
 
-func appendHex(dst []byte, b []byte) []byte { return hex.AppendEncode(dst, b) }
+// appendHex writes b in lower-case hex, four bytes per step: their eight
+// nibbles are spread into the bytes of a word and turned into digits
+// together (SWAR).
+func appendHex(dst []byte, b []byte) []byte {
+	n := len(dst)
+	dst = slices.Grow(dst, 2*len(b))[:n+2*len(b)]
+	out := dst[n:]
+	for len(b) >= 4 {
+		binary.BigEndian.PutUint64(out, hex8(binary.BigEndian.Uint32(b)))
+		b, out = b[4:], out[8:]
+	}
+	hex.Encode(out, b)
+	return dst
+}
+
+// hex8 returns the eight lower-case hex digits of v, most significant first
+// when stored big-endian.
+func hex8(v uint32) uint64 {
+	x := uint64(v)
+	x = (x<<16 | x) & 0x0000ffff0000ffff
+	x = (x<<8 | x) & 0x00ff00ff00ff00ff
+	x = (x<<4 | x) & 0x0f0f0f0f0f0f0f0f
+	// Each byte is a nibble n: '0'+n, plus 39 more when n > 9 ('a'-'0'-10).
+	letters := (x + 0x0606060606060606) >> 4 & 0x0101010101010101
+	return x + 0x3030303030303030 + letters*39
+}
 
 // appendString writes s as a JSON string (see jsonstr.Append).
 func appendString(dst []byte, s string) []byte { return jsonstr.Append(dst, s) }

@@ -2,6 +2,8 @@ package ss4o
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"math"
@@ -454,6 +456,33 @@ func TestClockReuse(t *testing.T) {
 		}
 		if got, want := string(c.appendTime(nil, ns)), string(appendTime(nil, ns)); got != want {
 			t.Fatalf("%d: reused clock wrote %s, want %s", ns, got, want)
+		}
+	}
+}
+
+// TestAppendHex checks the word-at-a-time hex against encoding/hex on every
+// length up to 40 and a million random words.
+func TestAppendHex(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for n := 0; n <= 40; n++ {
+		for range 200 {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+			}
+			if got, want := string(appendHex([]byte("x"), b)), "x"+hex.EncodeToString(b); got != want {
+				t.Fatalf("appendHex(%x) = %s", b, got)
+			}
+		}
+	}
+	var w [4]byte
+	for range 1_000_000 {
+		v := rng.Uint32()
+		binary.BigEndian.PutUint32(w[:], v)
+		var out [8]byte
+		binary.BigEndian.PutUint64(out[:], hex8(v))
+		if string(out[:]) != hex.EncodeToString(w[:]) {
+			t.Fatalf("hex8(%08x) = %s", v, out)
 		}
 	}
 }
