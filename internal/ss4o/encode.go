@@ -456,7 +456,13 @@ func appendDouble(dst []byte, f float64) []byte {
 		return append(dst, `"-Infinity"`...)
 	}
 	n := len(dst)
-	dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
+	if a := math.Abs(f); a >= 1e-4 && a < 1e5 {
+		// 'g' writes these as 'f' does (its decimal exponent is in
+		// [-4, 6)), and 'f' gets there faster.
+		dst = strconv.AppendFloat(dst, f, 'f', -1, 64)
+	} else {
+		dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
+	}
 	for _, c := range dst[n:] {
 		if c == '.' || c == 'e' {
 			return dst

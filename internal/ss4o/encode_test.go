@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -484,5 +485,39 @@ func TestAppendHex(t *testing.T) {
 		if string(out[:]) != hex.EncodeToString(w[:]) {
 			t.Fatalf("hex8(%08x) = %s", v, out)
 		}
+	}
+}
+
+// TestAppendDoubleMatchesG checks that the 'f' shortcut writes every double
+// exactly as strconv's shortest 'g' does: random bit patterns across the
+// whole range, short decimals, integers and the edges of the shortcut.
+func TestAppendDoubleMatchesG(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	want := func(f float64) string {
+		s := strconv.FormatFloat(f, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".e") {
+			s += ".0"
+		}
+		return s
+	}
+	check := func(f float64) {
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return
+		}
+		if got := string(appendDouble(nil, f)); got != want(f) {
+			t.Fatalf("appendDouble(%v) = %s, want %s", f, got, want(f))
+		}
+	}
+	edges := []float64{1e-4, 1e5, math.Nextafter(1e-4, 0), math.Nextafter(1e-4, 1), math.Nextafter(1e5, 0), math.Nextafter(1e5, 1e6), 99999.99999999999, 0.0001, 1, 0.5, 12345.678}
+	for _, f := range edges {
+		check(f)
+		check(-f)
+	}
+	for range 1_000_000 {
+		check(math.Float64frombits(rng.Uint64()))
+		check(rng.Float64() * 1e5)
+		check(rng.Float64() * math.Pow(10, float64(rng.IntN(14)-6)))
+		check(float64(rng.IntN(10_000_000)) / math.Pow(10, float64(rng.IntN(8))))
+		check(float64(rng.Int64N(200_000) - 100_000))
 	}
 }
