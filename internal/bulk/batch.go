@@ -95,8 +95,10 @@ func (b *Batch) BeginSized(index string, idLen int) []byte {
 	a = a[:len(a)-len("}}\n")]
 	a = append(a, `,"_id":"`...)
 	b.idAt = len(a) - b.start
-	for range idLen {
-		a = append(a, '0')
+	for n := idLen; n > 0; {
+		k := min(n, len(idFill))
+		a = append(a, idFill[:k]...)
+		n -= k
 	}
 	a = append(a, "\"}}\n"...)
 	b.idLen = idLen
@@ -104,6 +106,9 @@ func (b *Batch) BeginSized(index string, idLen int) []byte {
 	b.arena = a
 	return a
 }
+
+// idFill fills the place reserved for an id until CommitID writes it.
+const idFill = "00000000000000000000000000000000"
 
 // OpenSource returns the source appended so far to buf, the slice returned
 // by Begin or BeginSized with the open item's source appended.

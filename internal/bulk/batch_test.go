@@ -291,4 +291,15 @@ func TestBeginSized(t *testing.T) {
 	if _, id, _ := b.Item(0); id != "0123456789abcdef" {
 		t.Fatalf("id %q", id)
 	}
+	// A reserved place longer than the filler constant.
+	long := strings.Repeat("ab", 25)
+	var want2, b2 Batch
+	add(t, &want2, "logs", long, `{"c":3}`)
+	buf = b2.BeginSized("logs", len(long))
+	if _, err := b2.CommitID(append(buf, `{"c":3}`...), long); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b2.arena, want2.arena) {
+		t.Fatalf("long id:\n%s\nwant\n%s", b2.arena, want2.arena)
+	}
 }

@@ -109,7 +109,11 @@ func clean8(s string) bool {
 // Plain reports whether s is written by Append exactly as itself between
 // the quotes: printable ASCII without '"' or '\\'.
 func Plain(s string) bool {
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for i+8 <= len(s) && clean8(s[i:i+8]) {
+		i += 8
+	}
+	for ; i < len(s); i++ {
 		if !safe[s[i]] {
 			return false
 		}

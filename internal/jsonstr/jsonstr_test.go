@@ -71,7 +71,9 @@ func TestClean8(t *testing.T) {
 }
 
 func TestPlain(t *testing.T) {
-	for s, want := range map[string]bool{"": true, "0af-9_Z ~": true, `a"b`: false, `a\b`: false, "a\nb": false, "é": false, "\x7f": true} {
+	hex := "0123456789abcdef0123456789abcdef"
+	for s, want := range map[string]bool{"": true, "0af-9_Z ~": true, `a"b`: false, `a\b`: false, "a\nb": false, "é": false, "\x7f": true,
+		hex: true, hex[:20] + `"` + hex[21:]: false, hex[:15] + "é" + hex[17:]: false, hex[:31] + "\\": false, hex + "\x01": false} {
 		if got := Plain(s); got != want {
 			t.Errorf("Plain(%q) = %v", s, got)
 		}
