@@ -70,7 +70,16 @@ func (b *Batch) Begin(index, id string) []byte {
 	b.start = len(b.arena)
 	b.index, b.id = index, id
 	b.idLen = -1
-	a := append(b.arena, `{"create":{"_index":`...)
+	a := b.appendAction(b.arena, index, id)
+	b.srcStart = len(a)
+	b.arena = a
+	return a
+}
+
+// appendAction appends the create action line for index and id (none when
+// id is ""), newline included.
+func (b *Batch) appendAction(a []byte, index, id string) []byte {
+	a = append(a, `{"create":{"_index":`...)
 	if index != b.lastIndex || b.lastIndexJSON == nil {
 		b.lastIndexJSON = appendJSONString(b.lastIndexJSON[:0], index)
 		b.lastIndex = index
@@ -80,10 +89,7 @@ func (b *Batch) Begin(index, id string) []byte {
 		a = append(a, `,"_id":`...)
 		a = appendJSONString(a, id)
 	}
-	a = append(a, "}}\n"...)
-	b.srcStart = len(a)
-	b.arena = a
-	return a
+	return append(a, "}}\n"...)
 }
 
 // BeginSized opens an item like Begin whose _id is known only once its
@@ -240,13 +246,7 @@ func (b *Batch) SetID(i int32, id string) {
 	e := &b.items[i]
 	src := e.data[bytes.IndexByte(e.data, '\n')+1:]
 	start := len(b.arena)
-	a := append(b.arena, `{"create":{"_index":`...)
-	a = appendJSONString(a, e.index)
-	if id != "" {
-		a = append(a, `,"_id":`...)
-		a = appendJSONString(a, id)
-	}
-	a = append(a, "}}\n"...)
+	a := b.appendAction(b.arena, e.index, id)
 	a = append(a, src...)
 	b.arena = a
 	b.total += len(a) - start - len(e.data)
