@@ -63,7 +63,6 @@ type call struct {
 	part            // the call's own share; its batch ends up holding every item
 	extra   []*part // further shares of a large call
 	repeats ss4o.Repeats
-	router  *routing.Router // the exporter's, for locating re-identified items
 	// located: locs holds every item's location, found while encoding (in
 	// the shares, at once); the first round uses it instead of locating
 	// again.
@@ -117,42 +116,48 @@ func shares(n int) int {
 }
 
 // encodeShared encodes records [0, n) in k = shares(n) ranges at once, each
-// into its own part (the first into c's own), then appends the other parts'
-// items to c's batch in order, so item numbers follow the records' order.
-func (c *call) encodeShared(n int, encode func(p *part, from, to int)) {
-	k := shares(n)
-	if k == 1 {
+// into its own part (the first into c's own), locating each part's items
+// through r (none when r is nil), then appends the other parts' items to c's
+// batch in order, so item numbers follow the records' order.
+func (c *call) encodeShared(n int, r *routing.Router, encodeRange func(p *part, from, to int)) {
+	encode := func(p *part, from, to int) {
+		encodeRange(p, from, to)
+		p.locate(r)
+	}
+	if k := shares(n); k == 1 {
 		encode(&c.part, 0, n)
-		return
+	} else {
+		for len(c.extra) < k-1 {
+			c.extra = append(c.extra, new(part))
+		}
+		per := (n + k - 1) / k
+		var wg sync.WaitGroup
+		for w := 1; w < k; w++ {
+			p, from, to := c.extra[w-1], w*per, min(n, (w+1)*per)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				encode(p, from, to)
+			}()
+		}
+		encode(&c.part, 0, per)
+		wg.Wait()
+		for _, p := range c.extra[:k-1] {
+			c.batch.Append(&p.batch)
+			c.refs = append(c.refs, p.refs...)
+			c.locs = append(c.locs, p.locs...)
+			c.hashes = append(c.hashes, p.hashes...)
+			c.occ = append(c.occ, p.occ...)
+			c.encodeFailed += p.encodeFailed
+		}
 	}
-	for len(c.extra) < k-1 {
-		c.extra = append(c.extra, new(part))
-	}
-	per := (n + k - 1) / k
-	var wg sync.WaitGroup
-	for w := 1; w < k; w++ {
-		p, from, to := c.extra[w-1], w*per, min(n, (w+1)*per)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			encode(p, from, to)
-		}()
-	}
-	encode(&c.part, 0, per)
-	wg.Wait()
-	for _, p := range c.extra[:k-1] {
-		c.batch.Append(&p.batch)
-		c.refs = append(c.refs, p.refs...)
-		c.locs = append(c.locs, p.locs...)
-		c.hashes = append(c.hashes, p.hashes...)
-		c.occ = append(c.occ, p.occ...)
-		c.encodeFailed += p.encodeFailed
-	}
+	c.located = r != nil && len(c.locs) == c.batch.Len()
 }
 
 // numberRepeats numbers, in item order, the occurrences of each content in
-// the call; an item that repeats an earlier one gets the id "<hash>-<n>".
-func (c *call) numberRepeats() {
+// the call; an item that repeats an earlier one gets the id "<hash>-<n>" and,
+// when the items are located, is located again through r.
+func (c *call) numberRepeats(r *routing.Router) {
 	for it, o := range c.occ {
 		if o < 0 {
 			continue
@@ -166,7 +171,8 @@ func (c *call) numberRepeats() {
 			c.batch.SetID(int32(it), c.id(start))
 			if c.located {
 				index, id, _ := c.batch.Item(int32(it))
-				c.locs[it] = c.locate(index, id)
+				node, reason := r.Locate(index, id, "")
+				c.locs[it] = loc{node, reason}
 			}
 		}
 	}
@@ -175,13 +181,8 @@ func (c *call) numberRepeats() {
 // encodeLogs turns every log record into a bulk item with its id and
 // location.
 func (e *osExporter) encodeLogs(c *call, ld plog.Logs) {
-	c.router = e.router
-	c.encodeShared(ld.LogRecordCount(), func(p *part, from, to int) {
-		e.encodeLogRange(p, ld, from, to)
-		p.locate(e.router)
-	})
-	c.located = e.router != nil && len(c.locs) == c.batch.Len()
-	c.numberRepeats()
+	c.encodeShared(ld.LogRecordCount(), e.router, func(p *part, from, to int) { e.encodeLogRange(p, ld, from, to) })
+	c.numberRepeats(e.router)
 }
 
 // locate finds the node of every item of p (in the share's goroutine).
@@ -194,12 +195,6 @@ func (p *part) locate(r *routing.Router) {
 		node, reason := r.Locate(index, id, "")
 		p.locs = append(p.locs, loc{node, reason})
 	}
-}
-
-// locate is Locate for one item, through the call's router.
-func (c *call) locate(index, id string) loc {
-	node, reason := c.router.Locate(index, id, "")
-	return loc{node, reason}
 }
 
 // encodeLogRange encodes the records whose position in ld (counting every
@@ -290,12 +285,7 @@ func binaryPutRandom(h *[16]byte) {
 // encodeTraces turns every span into a bulk item with id trace id + span id
 // and its location.
 func (e *osExporter) encodeTraces(c *call, td ptrace.Traces) {
-	c.router = e.router
-	c.encodeShared(td.SpanCount(), func(p *part, from, to int) {
-		e.encodeSpanRange(p, td, from, to)
-		p.locate(e.router)
-	})
-	c.located = e.router != nil && len(c.locs) == c.batch.Len()
+	c.encodeShared(td.SpanCount(), e.router, func(p *part, from, to int) { e.encodeSpanRange(p, td, from, to) })
 }
 
 // encodeSpanRange encodes the spans whose position in td is in [from, to).
