@@ -115,6 +115,10 @@ type BulkConfig struct {
 	RetryBackoff time.Duration `mapstructure:"retry_backoff"`
 }
 
+// defaultIdleConnsPerHost is keepalive.max_idle_conns_per_host unless set:
+// enough for a node's window of in-flight sub-bulks (its write threads).
+const defaultIdleConnsPerHost = 32
+
 func createDefaultConfig() *Config {
 	q := exporterhelper.NewDefaultQueueConfig()
 	batch := exporterhelper.NewDefaultBatchConfig()
@@ -123,6 +127,13 @@ func createDefaultConfig() *Config {
 	q.Batch = configoptional.Some(batch)
 	httpCfg := confighttp.NewDefaultClientConfig()
 	httpCfg.Timeout = 90 * time.Second
+	// Net/http keeps 2 idle connections per host unless told otherwise:
+	// with the queue's concurrent calls each sending to every node, the
+	// rest would be closed after one request and dialled (and, with TLS,
+	// handshaken) again for the next.
+	ka := confighttp.NewDefaultKeepaliveClientConfig()
+	ka.MaxIdleConnsPerHost = defaultIdleConnsPerHost
+	httpCfg.Keepalive = configoptional.Some(ka)
 	return &Config{
 		ClientConfig: httpCfg,
 		QueueConfig:  configoptional.Some(q),

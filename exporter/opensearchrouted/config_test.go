@@ -58,6 +58,11 @@ func TestLoadConfigMinimal(t *testing.T) {
 	if got := cfg.seeds(); len(got) != 1 || got[0] != "http://127.0.0.1:9200" {
 		t.Errorf("seeds = %v", got)
 	}
+	// Net/http's own default (2) would close most connections of
+	// concurrent calls after one request.
+	if !cfg.Keepalive.HasValue() || cfg.Keepalive.Get().MaxIdleConnsPerHost != defaultIdleConnsPerHost {
+		t.Errorf("keepalive = %+v, want max_idle_conns_per_host %d", cfg.Keepalive, defaultIdleConnsPerHost)
+	}
 }
 
 func TestLoadConfigEveryKey(t *testing.T) {
@@ -70,6 +75,9 @@ func TestLoadConfigEveryKey(t *testing.T) {
 	want.Timeout = 45 * time.Second
 	want.Compression = configcompression.TypeGzip
 	want.TLS.Insecure = true
+	ka := *want.Keepalive.Get()
+	ka.MaxIdleConnsPerHost = 8
+	want.Keepalive = configoptional.Some(ka)
 	q := exporterhelper.NewDefaultQueueConfig()
 	q.NumConsumers = 4
 	q.QueueSize = 2000
