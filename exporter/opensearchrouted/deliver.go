@@ -214,15 +214,16 @@ func (e *osExporter) round(ctx context.Context, c *call) error {
 		addJobs(nil, c.unrouted, e.cfg.Bulk.MaxBytes)
 	}
 
-	// Every job but the first on a goroutine of its own; the first on this
-	// one, whose stack has already grown.
+	// Every job but the first on a worker; the first on this goroutine,
+	// whose stack has already grown.
 	var wg sync.WaitGroup
 	for i := 1; i < len(c.jobs); i++ {
 		wg.Add(1)
-		go func(j *job) {
+		j := &c.jobs[i]
+		e.workers.run(func() {
 			defer wg.Done()
 			e.run(ctx, c, j)
-		}(&c.jobs[i])
+		})
 	}
 	if len(c.jobs) > 0 {
 		e.run(ctx, c, &c.jobs[0])

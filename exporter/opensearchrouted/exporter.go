@@ -48,6 +48,7 @@ type osExporter struct {
 
 	calls   sync.Pool // *call
 	targets targetCache
+	workers *workers // run a round's sub-bulks
 }
 
 func newExporter(cfg *Config, set exporter.Settings, sig signal) (*osExporter, error) {
@@ -58,7 +59,7 @@ func newExporter(cfg *Config, set exporter.Settings, sig signal) (*osExporter, e
 	if err != nil {
 		return nil, err
 	}
-	e := &osExporter{cfg: cfg, set: set, log: set.Logger, signal: sig}
+	e := &osExporter{cfg: cfg, set: set, log: set.Logger, signal: sig, workers: newWorkers(maxIdleWorkers)}
 	e.tel = newTelemetry(tb, sig)
 	e.targets.init(cfg, sig)
 	return e, nil
@@ -81,7 +82,11 @@ func (e *osExporter) start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
+// maxIdleWorkers bounds the sub-bulk workers kept parked between rounds.
+const maxIdleWorkers = 64
+
 func (e *osExporter) shutdown(context.Context) error {
+	e.workers.close()
 	if e.shared == nil {
 		return nil
 	}
