@@ -1,10 +1,12 @@
 package opensearchrouted
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -23,34 +25,146 @@ import (
 	"github.com/opensearchrouted/opensearchrouted/testbed/ossim"
 )
 
-// minimalCluster is n in-process HTTP servers that answer discovery for one
-// index spread over them and answer every _bulk with a canned all-created
-// response of the right item count: the server side does as little as
-// possible, so a benchmark measures the exporter.
+// minimalCluster is n in-process HTTP/1.1 servers that answer discovery for
+// one index spread over them and answer every _bulk with a canned
+// all-created response of the right item count. The servers share the
+// benchmark's two cores with the exporter, so they do as little as an HTTP
+// server can: a _bulk body is read in 64 KiB pieces and its newlines counted
+// (nothing is kept), and the answer is written in one piece; other requests
+// go to serve through net/http's types.
 type minimalCluster struct {
-	srvs  []*httptest.Server
+	lns   []net.Listener
 	index string
 	n     int
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
 }
 
 func newMinimalCluster(tb testing.TB, n int, index string) *minimalCluster {
-	m := &minimalCluster{index: index, n: n}
+	m := &minimalCluster{index: index, n: n, conns: map[net.Conn]struct{}{}}
+	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
-		srv := httptest.NewUnstartedServer(nil)
-		srv.Config.Handler = http.HandlerFunc(m.serve)
-		srv.Start()
-		tb.Cleanup(srv.Close)
-		m.srvs = append(m.srvs, srv)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		m.lns = append(m.lns, ln)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				m.mu.Lock()
+				m.conns[c] = struct{}{}
+				m.mu.Unlock()
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					m.conn(c)
+				}()
+			}
+		}()
 	}
+	tb.Cleanup(func() {
+		for _, ln := range m.lns {
+			ln.Close()
+		}
+		m.mu.Lock()
+		for c := range m.conns {
+			c.Close()
+		}
+		m.mu.Unlock()
+		wg.Wait()
+	})
 	return m
 }
 
 func (m *minimalCluster) urls() []string {
 	var out []string
-	for _, s := range m.srvs {
-		out = append(out, s.URL)
+	for _, ln := range m.lns {
+		out = append(out, "http://"+ln.Addr().String())
 	}
 	return out
+}
+
+// conn serves one connection's requests (HTTP/1.1, keep-alive, bodies with
+// a Content-Length, which is what the exporter sends) until the client
+// closes it or sends something else.
+func (m *minimalCluster) conn(c net.Conn) {
+	defer func() {
+		m.mu.Lock()
+		delete(m.conns, c)
+		m.mu.Unlock()
+		c.Close()
+	}()
+	br := bufio.NewReaderSize(c, 64<<10)
+	buf := make([]byte, 64<<10)
+	out := make([]byte, 0, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return
+		}
+		method, rest, _ := strings.Cut(string(line), " ")
+		target, _, _ := strings.Cut(rest, " ")
+		length, closeAfter := 0, false
+		for {
+			h, err := br.ReadSlice('\n')
+			if err != nil {
+				return
+			}
+			if len(h) <= 2 {
+				break
+			}
+			k, v, _ := bytes.Cut(h, []byte{':'})
+			v = bytes.TrimSpace(v)
+			switch {
+			case bytes.EqualFold(k, []byte("Content-Length")):
+				length, _ = strconv.Atoi(string(v))
+			case bytes.EqualFold(k, []byte("Transfer-Encoding")):
+				return // not sent by the exporter
+			case bytes.EqualFold(k, []byte("Connection")) && bytes.EqualFold(v, []byte("close")):
+				closeAfter = true
+			}
+		}
+		path, _, _ := strings.Cut(target, "?")
+		if path == "/_bulk" {
+			lines := 0
+			for left := length; left > 0; {
+				k, err := br.Read(buf[:min(left, len(buf))])
+				if err != nil {
+					return
+				}
+				lines += bytes.Count(buf[:k], []byte{'\n'})
+				left -= k
+			}
+			list := cannedItems[:max(0, (lines/2)*(len(itemOK)+1)-1)]
+			out = append(out[:0], "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "...)
+			out = strconv.AppendInt(out, int64(len(cannedPrefix)+len(list)+len(cannedSuffix)), 10)
+			out = append(out, "\r\n\r\n"...)
+			out = append(out, cannedPrefix...)
+			out = append(out, list...)
+			out = append(out, cannedSuffix...)
+		} else {
+			body := make([]byte, length)
+			if _, err := io.ReadFull(br, body); err != nil {
+				return
+			}
+			req := httptest.NewRequest(method, target, bytes.NewReader(body))
+			rec := httptest.NewRecorder()
+			m.serve(rec, req)
+			out = append(out[:0], fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
+				rec.Code, http.StatusText(rec.Code), rec.Body.Len())...)
+			out = append(out, rec.Body.Bytes()...)
+		}
+		if _, err := c.Write(out); err != nil || closeAfter {
+			return
+		}
+	}
 }
 
 // itemOK is a created item as the server writes it under the exporter's
@@ -58,8 +172,6 @@ func (m *minimalCluster) urls() []string {
 var itemOK = []byte(`{"create":{"_index":"bench","status":201}}`)
 
 var (
-	bodyPool     = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-	jsonCT       = []string{"application/json"}
 	cannedPrefix = []byte(`{"errors":false,"items":[`)
 	cannedSuffix = []byte(`]}`)
 	cannedItems  = bytes.Repeat(append(append([]byte{}, itemOK...), ','), 20000)
@@ -68,25 +180,12 @@ var (
 func (m *minimalCluster) serve(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	switch {
-	case p == "/_bulk":
-		buf := bodyPool.Get().(*bytes.Buffer)
-		buf.Reset()
-		_, _ = buf.ReadFrom(r.Body)
-		items := bytes.Count(buf.Bytes(), []byte{'\n'}) / 2
-		bodyPool.Put(buf)
-		list := cannedItems[:max(0, items*(len(itemOK)+1)-1)]
-		// As OpenSearch answers: one response with its Content-Length.
-		w.Header()["Content-Type"] = jsonCT
-		w.Header()["Content-Length"] = []string{strconv.Itoa(len(cannedPrefix) + len(list) + len(cannedSuffix))}
-		_, _ = w.Write(cannedPrefix)
-		_, _ = w.Write(list)
-		_, _ = w.Write(cannedSuffix)
 	case strings.HasPrefix(p, "/_nodes/stats"):
 		fmt.Fprint(w, `{"nodes":{}}`)
 	case strings.HasPrefix(p, "/_nodes/"):
 		nodes := map[string]any{}
-		for i, s := range m.srvs {
-			_, port, _ := net.SplitHostPort(strings.TrimPrefix(s.URL, "http://"))
+		for i, ln := range m.lns {
+			_, port, _ := net.SplitHostPort(ln.Addr().String())
 			nodes["id"+strconv.Itoa(i)] = map[string]any{"name": "n" + strconv.Itoa(i), "roles": []string{"data"},
 				"http": map[string]any{"publish_address": "127.0.0.1:" + port}, "os": map[string]any{"allocated_processors": 2},
 				"thread_pool": map[string]any{"write": map[string]any{"size": 8, "queue_size": 10000}}}
