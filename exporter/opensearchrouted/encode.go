@@ -204,7 +204,6 @@ func (e *osExporter) encodeLogRange(p *part, ld plog.Logs, from, to int) {
 	rls := ld.ResourceLogs()
 	for ri := 0; ri < rls.Len() && pos < to; ri++ {
 		rl := rls.At(ri)
-		res := rl.Resource()
 		sls := rl.ScopeLogs()
 		for si := 0; si < sls.Len() && pos < to; si++ {
 			sl := sls.At(si)
@@ -215,12 +214,13 @@ func (e *osExporter) encodeLogRange(p *part, ld plog.Logs, from, to int) {
 				continue
 			}
 			p.enc.ResetLogs(rl, sl)
+			o := e.targets.resource(rl.Resource().Attributes())
 			li := max(0, from-pos)
 			end := min(n, to-pos)
 			pos += n
 			for ; li < end; li++ {
 				lr := lrs.At(li)
-				p.encodeLog(e, e.targets.name(res.Attributes(), lr.Attributes()), lr, ref{int32(ri), int32(si), int32(li)})
+				p.encodeLog(e, e.targets.record(o, lr.Attributes()), lr, ref{int32(ri), int32(si), int32(li)})
 			}
 		}
 	}
@@ -294,7 +294,6 @@ func (e *osExporter) encodeSpanRange(p *part, td ptrace.Traces, from, to int) {
 	rss := td.ResourceSpans()
 	for ri := 0; ri < rss.Len() && pos < to; ri++ {
 		rs := rss.At(ri)
-		res := rs.Resource()
 		sss := rs.ScopeSpans()
 		for si := 0; si < sss.Len() && pos < to; si++ {
 			ss := sss.At(si)
@@ -305,12 +304,13 @@ func (e *osExporter) encodeSpanRange(p *part, td ptrace.Traces, from, to int) {
 				continue
 			}
 			p.enc.ResetTraces(rs, ss)
+			o := e.targets.resource(rs.Resource().Attributes())
 			k := max(0, from-pos)
 			end := min(n, to-pos)
 			pos += n
 			for ; k < end; k++ {
 				span := spans.At(k)
-				target := e.targets.name(res.Attributes(), span.Attributes())
+				target := e.targets.record(o, span.Attributes())
 				start := len(p.ids)
 				p.ids = ss4o.AppendSpanID(p.ids, span.TraceID(), span.SpanID())
 				// The id is known first: encode straight into the batch.

@@ -35,35 +35,57 @@ func (t *targetCache) init(cfg *Config, sig signal) {
 	t.names = map[[2]string]string{}
 }
 
-// name returns the target for a record: the fixed index if configured,
-// else ss4o_<type>-<dataset>-<namespace>, where the record's attributes
-// override the resource's, which override the configuration. A value that
-// is not a valid part of an index name (uppercase, '-', '*', ...) is
-// ignored, so that a bad attribute cannot make records unwritable.
-func (t *targetCache) name(res, rec pcommon.Map) string {
+// origin is what a resource's records default to: the configured dataset
+// and namespace, or the resource's own attributes where they name valid
+// ones. It is found once per resource, not once per record.
+type origin struct{ dataset, namespace string }
+
+// resource returns the origin of the records of a resource with attributes
+// res.
+func (t *targetCache) resource(res pcommon.Map) origin {
+	o := origin{t.dataset, t.namespace}
+	if t.fixed == "" {
+		o.override(res)
+	}
+	return o
+}
+
+// override replaces o's parts by m's data_stream.* attributes that are
+// valid parts of an index name.
+func (o *origin) override(m pcommon.Map) {
+	if m.Len() == 0 {
+		return
+	}
+	if v, ok := m.Get(attrDataset); ok && v.Type() == pcommon.ValueTypeStr && validPart(v.Str()) {
+		o.dataset = v.Str()
+	}
+	if v, ok := m.Get(attrNamespace); ok && v.Type() == pcommon.ValueTypeStr && validPart(v.Str()) {
+		o.namespace = v.Str()
+	}
+}
+
+// record returns the target of a record with attributes rec under a
+// resource of origin o: the fixed index if configured, else
+// ss4o_<type>-<dataset>-<namespace>, where the record's attributes override
+// the resource's, which override the configuration. A value that is not a
+// valid part of an index name (uppercase, '-', '*', ...) is ignored, so
+// that a bad attribute cannot make records unwritable.
+func (t *targetCache) record(o origin, rec pcommon.Map) string {
 	if t.fixed != "" {
 		return t.fixed
 	}
-	ds, ns := t.dataset, t.namespace
-	for _, m := range [2]pcommon.Map{res, rec} {
-		if v, ok := m.Get(attrDataset); ok && v.Type() == pcommon.ValueTypeStr && validPart(v.Str()) {
-			ds = v.Str()
-		}
-		if v, ok := m.Get(attrNamespace); ok && v.Type() == pcommon.ValueTypeStr && validPart(v.Str()) {
-			ns = v.Str()
-		}
-	}
-	if ds == t.dataset && ns == t.namespace {
+	o.override(rec)
+	if o.dataset == t.dataset && o.namespace == t.namespace {
 		return t.def
 	}
-	key := [2]string{ds, ns}
+	key := [2]string{o.dataset, o.namespace}
 	t.mu.RLock()
 	n, ok := t.names[key]
 	t.mu.RUnlock()
 	if ok {
 		return n
 	}
-	n = t.prefix + ds + "-" + ns
+	n = t.prefix + o.dataset + "-" + o.namespace
 	t.mu.Lock()
 	if len(t.names) < 10000 {
 		t.names[key] = n
