@@ -134,7 +134,7 @@ func (m *minimalCluster) conn(c net.Conn) {
 			}
 		}
 		path, _, _ := strings.Cut(target, "?")
-		if path == "/_bulk" {
+		if path == "/_bulk" || path == "/"+m.index+"/_bulk" {
 			m.bulks.Add(1)
 			lines := 0
 			for left := length; left > 0; {

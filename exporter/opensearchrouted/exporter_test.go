@@ -248,7 +248,7 @@ func TestPermanentAndAuthErrors(t *testing.T) {
 	// created, mapping errors and then 401.
 	var unauthorized bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasPrefix(r.URL.Path, "/_bulk") {
+		if !strings.HasSuffix(r.URL.Path, "/_bulk") {
 			w.WriteHeader(403)
 			return
 		}

@@ -218,6 +218,12 @@ func IsRetryable(err error) bool {
 //     of one part stops the rest: the parts already answered keep their
 //     outcomes, the others carry the failure.
 //
+// When every item goes to the same index, the request goes to
+// {baseURL}/{index}/_bulk and each action line is sent without its
+// "_index" field, which the server then takes from the URL: fewer bytes to
+// send and for the server to parse (about 40 per item for an SS4O data
+// stream name).
+//
 // The body is read straight from b's arena (nothing is copied on this
 // side); b must not change until Send returns. Send returns only once the
 // HTTP machinery can no longer read b.
@@ -332,6 +338,9 @@ func (c *Client) once(ctx context.Context, tg *target, b *Batch, items []int32, 
 		header["Authorization"] = tg.auth
 	}
 	u := tg.url
+	if st.index != "" {
+		u = tg.indexURL(st.index)
+	}
 	req := (&http.Request{
 		Method:        http.MethodPost,
 		URL:           u,
@@ -464,6 +473,30 @@ type target struct {
 	url  *url.URL // {baseURL}/_bulk?filter_path=..., without user info
 	node string   // host:port
 	auth []string // basic Authorization from baseURL's user info, or nil
+
+	mu      sync.Mutex
+	indexed map[string]*url.URL // index → {baseURL}/{index}/_bulk?filter_path=...
+}
+
+// maxIndexURLs bounds the per-index URLs a target keeps.
+const maxIndexURLs = 1024
+
+// indexURL returns the _bulk URL of tg for requests whose items all go to
+// index: {baseURL}/{index}/_bulk, with the same query.
+func (tg *target) indexURL(index string) *url.URL {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	if u, ok := tg.indexed[index]; ok {
+		return u
+	}
+	u := *tg.url
+	u.Path = strings.TrimSuffix(u.Path, "/_bulk") + "/" + index + "/_bulk"
+	u.RawPath = ""
+	if tg.indexed == nil || len(tg.indexed) >= maxIndexURLs {
+		tg.indexed = map[string]*url.URL{}
+	}
+	tg.indexed[index] = &u
+	return &u
 }
 
 // target returns baseURL's parsed target, cached.
@@ -595,7 +628,18 @@ type bodyState struct {
 	items    []int32
 	size     int64
 	root     body
+
+	// index, when every item goes to it: the request is sent to
+	// /{index}/_bulk and each action line is read without its "_index"
+	// field (elide bytes from actionHead on, and the comma after them when
+	// an "_id" follows), which the server takes from the URL.
+	index string
+	elide int
 }
+
+// actionHead is how every action line the Batch writes begins; "_index"
+// follows it.
+const actionHead = `{"create":{`
 
 type body struct {
 	st  *bodyState
@@ -610,7 +654,46 @@ func newBody(b *Batch, items []int32) *bodyState {
 	}
 	st := &bodyState{b: b, items: items, size: size}
 	st.root.st = st
+	if index, elide, saved := sharedIndex(b, items); elide > 0 {
+		st.index, st.elide, st.size = index, elide, size-saved
+	}
 	return st
+}
+
+// sharedIndex returns the index every item goes to, the length of the
+// "_index" field in their action lines, and the bytes leaving it out saves
+// over all items; elide is 0 when the items do not share one index or a line
+// does not look as expected (then nothing is left out).
+func sharedIndex(b *Batch, items []int32) (index string, elide int, saved int64) {
+	if len(items) == 0 {
+		return "", 0, 0
+	}
+	index = b.items[items[0]].index
+	if index == "" {
+		return "", 0, 0
+	}
+	for _, it := range items[1:] {
+		if b.items[it].index != index {
+			return "", 0, 0
+		}
+	}
+	field := appendJSONString([]byte(`"_index":`), index)
+	for _, it := range items {
+		data := b.items[it].data
+		end := len(actionHead) + len(field)
+		if len(data) <= end || string(data[:len(actionHead)]) != actionHead || string(data[len(actionHead):end]) != string(field) {
+			return "", 0, 0
+		}
+		switch data[end] {
+		case ',':
+			saved += int64(len(field) + 1)
+		case '}':
+			saved += int64(len(field))
+		default:
+			return "", 0, 0
+		}
+	}
+	return index, len(field), saved
 }
 
 // detach ends the body's use of the Batch.
@@ -640,6 +723,22 @@ func (r *body) Read(p []byte) (int, error) {
 	n := 0
 	for n < len(p) && r.k < len(st.items) {
 		data := st.b.items[st.items[r.k]].data
+		if st.elide > 0 && r.off <= len(actionHead) {
+			if r.off == 0 && len(p)-n >= len(actionHead) {
+				n += copy(p[n:], actionHead)
+				r.off = len(actionHead)
+			} else if r.off < len(actionHead) {
+				c := copy(p[n:], data[r.off:len(actionHead)])
+				n += c
+				r.off += c
+				continue
+			}
+			// Skip "_index":…, and its comma when "_id" follows.
+			r.off += st.elide
+			if data[r.off] == ',' {
+				r.off++
+			}
+		}
 		c := copy(p[n:], data[r.off:])
 		n += c
 		r.off += c

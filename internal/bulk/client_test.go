@@ -24,9 +24,17 @@ type reqItem struct {
 	Source    string
 }
 
-// readBulk decodes a _bulk body, failing the test on any malformed line.
-func readBulk(t testing.TB, body []byte) []reqItem {
+// readBulk decodes the body of a _bulk request to path ("/_bulk", or
+// "/{index}/_bulk": then an action line without "_index" means that index),
+// failing the test on any malformed line.
+func readBulk(t testing.TB, path string, body []byte) []reqItem {
 	t.Helper()
+	defIndex := ""
+	if p, ok := strings.CutSuffix(path, "/_bulk"); ok && p != "" {
+		defIndex = strings.TrimPrefix(p, "/")
+	} else if path != "/_bulk" {
+		t.Errorf("not a _bulk path: %q", path)
+	}
 	if len(body) > 0 && body[len(body)-1] != '\n' {
 		t.Errorf("body does not end with a newline")
 	}
@@ -38,11 +46,14 @@ func readBulk(t testing.TB, body []byte) []reqItem {
 	var items []reqItem
 	for i := 0; i < len(lines); i += 2 {
 		var a action
-		if err := json.Unmarshal([]byte(lines[i]), &a); err != nil || a.Create == nil || a.Create.Index == nil {
+		if err := json.Unmarshal([]byte(lines[i]), &a); err != nil || a.Create == nil || (a.Create.Index == nil && defIndex == "") {
 			t.Errorf("action line %q: %v", lines[i], err)
 			return nil
 		}
-		it := reqItem{Index: *a.Create.Index, Source: lines[i+1]}
+		it := reqItem{Index: defIndex, Source: lines[i+1]}
+		if a.Create.Index != nil {
+			it.Index = *a.Create.Index
+		}
 		if a.Create.ID != nil {
 			it.ID = *a.Create.ID
 		}
@@ -78,7 +89,7 @@ func fakeNode(t *testing.T, answer func(items []reqItem) (int, string)) (*httpte
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
-		if r.Method != http.MethodPost || r.URL.Path != "/_bulk" {
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/_bulk") {
 			t.Errorf("%s %s", r.Method, r.URL.Path)
 		}
 		if got := r.URL.Query().Get("filter_path"); got != filterPath {
@@ -95,7 +106,7 @@ func fakeNode(t *testing.T, answer func(items []reqItem) (int, string)) (*httpte
 		if r.ContentLength != int64(len(body)) {
 			t.Errorf("Content-Length %d for %d bytes", r.ContentLength, len(body))
 		}
-		status, resp := answer(readBulk(t, body))
+		status, resp := answer(readBulk(t, r.URL.Path, body))
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		io.WriteString(w, resp)
@@ -153,10 +164,11 @@ func TestSendSuccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wantBytes int64
+	// Every item goes to "logs": the request goes to /logs/_bulk and the
+	// action lines leave "_index" out.
+	wantBytes := int64(len(elidedBody(b, items, "logs")))
 	for k, it := range items {
-		_, id, size := b.Item(it)
-		wantBytes += int64(size)
+		_, id, _ := b.Item(it)
 		if got[k].ID != id || got[k].Index != "logs" || !strings.Contains(got[k].Source, fmt.Sprintf(`"k":%d,`, it)) {
 			t.Errorf("request item %d = %+v, want id %s", k, got[k], id)
 		}
@@ -307,7 +319,7 @@ func TestSendSplitsOn413(t *testing.T) {
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
-		its := readBulk(t, body)
+		its := readBulk(t, r.URL.Path, body)
 		mu.Lock()
 		sizes = append(sizes, len(its))
 		mu.Unlock()
@@ -355,7 +367,7 @@ func TestSend413LargeUnreadBody(t *testing.T) {
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
-		_, resp := echoAll(readBulk(t, body))
+		_, resp := echoAll(readBulk(t, r.URL.Path, body))
 		io.WriteString(w, resp)
 	}))
 	defer srv.Close()
@@ -610,15 +622,60 @@ func TestBodyNotReadAfterSend(t *testing.T) {
 	}
 }
 
+// elidedBody is the body of a request for items that all go to index: each
+// item's bytes with the action line's "_index" field (and the comma after
+// it, if any) taken out.
+func elidedBody(b *Batch, items []int32, index string) []byte {
+	field, _ := json.Marshal(index)
+	var out []byte
+	for _, it := range items {
+		line := string(b.Bytes(it))
+		if strings.Contains(line, `"_index":`+string(field)+`,`) {
+			line = strings.Replace(line, `"_index":`+string(field)+`,`, "", 1)
+		} else {
+			line = strings.Replace(line, `"_index":`+string(field), "", 1)
+		}
+		out = append(out, line...)
+	}
+	return out
+}
+
 func TestBodyReader(t *testing.T) {
 	b, _ := testBatch(t, 10, 33)
-	items := []int32{9, 0, 3, 4, 5}
-	var want []byte
-	for _, it := range items {
-		want = append(want, b.Bytes(it)...)
+	// An item without an id, and one whose index needs escaping in JSON.
+	noID := add(t, b, "logs", "", `{"no":"id"}`)
+	other := add(t, b, `lo"gs`, "x", `{"other":1}`)
+	for _, c := range []struct {
+		name  string
+		items []int32
+		index string // shared by every item: left out of the lines
+	}{
+		{"one index", []int32{9, 0, 3, 4, 5}, "logs"},
+		{"one index, no id", []int32{noID, 2, noID}, "logs"},
+		{"one escaped index", []int32{other}, `lo"gs`},
+		{"two indices", []int32{9, other, 0}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) { checkBody(t, b, c.items, c.index) })
 	}
-	for _, chunk := range []int{1, 7, 64, 1 << 16} {
+}
+
+func checkBody(t *testing.T, b *Batch, items []int32, index string) {
+	var want []byte
+	if index != "" {
+		want = elidedBody(b, items, index)
+	} else {
+		for _, it := range items {
+			want = append(want, b.Bytes(it)...)
+		}
+	}
+	if index != "" && bytes.Contains(want, []byte(`"_index"`)) {
+		t.Fatalf("expected body still names the index: %s", want)
+	}
+	for _, chunk := range []int{1, 7, 11, 12, 64, 1 << 16} {
 		st := newBody(b, items)
+		if st.index != index {
+			t.Fatalf("shared index %q, want %q", st.index, index)
+		}
 		if st.size != int64(len(want)) {
 			t.Fatal(st.size, len(want))
 		}
@@ -635,7 +692,16 @@ func TestBodyReader(t *testing.T) {
 			}
 		}
 		if !bytes.Equal(got, want) {
-			t.Fatalf("chunk %d: body differs", chunk)
+			t.Fatalf("chunk %d: body differs:\n%s\nwant\n%s", chunk, got, want)
+		}
+		if index != "" {
+			its := readBulk(t, "/"+index+"/_bulk", got)
+			for k, it := range its {
+				_, id, _ := b.Item(items[k])
+				if it.Index != index || it.ID != id {
+					t.Fatalf("chunk %d: item %d read back as %+v", chunk, k, it)
+				}
+			}
 		}
 		// GetBody starts again from the first byte.
 		r, _ := st.getBody()
@@ -709,7 +775,7 @@ func TestSendHeadersAndUserInfo(t *testing.T) {
 		u, p, ok := r.BasicAuth()
 		got <- seen{u, p, ok, r.Header.Get("X-Extra"), r.Header.Get("Content-Type")}
 		body, _ := io.ReadAll(r.Body)
-		_, resp := echoAll(readBulk(t, body))
+		_, resp := echoAll(readBulk(t, r.URL.Path, body))
 		io.WriteString(w, resp)
 	}))
 	defer srv.Close()
@@ -737,7 +803,7 @@ func TestSend413ThenFailureStopsTheRest(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
 		body, _ := io.ReadAll(r.Body)
-		its := readBulk(t, body)
+		its := readBulk(t, r.URL.Path, body)
 		switch {
 		case len(its) > 4:
 			w.WriteHeader(http.StatusRequestEntityTooLarge)
@@ -769,7 +835,7 @@ func TestSend413ThenFailureStopsTheRest(t *testing.T) {
 func TestSendTLSFailures(t *testing.T) {
 	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		_, resp := echoAll(readBulk(t, body))
+		_, resp := echoAll(readBulk(t, r.URL.Path, body))
 		io.WriteString(w, resp)
 	}))
 	defer tlsSrv.Close()
@@ -846,6 +912,77 @@ func TestSendAppendedAndReIDed(t *testing.T) {
 	for k := range got {
 		if got[k].ID != wantIDs[k] || !strings.Contains(got[k].Source, fmt.Sprintf(`"k":%d,`, wantK[k])) {
 			t.Fatalf("item %d: %+v", k, got[k])
+		}
+	}
+}
+
+// TestSendIndexInURL: a request whose items all go to one index is sent to
+// {base}/{index}/_bulk (a base path prefix kept) and its action lines leave
+// "_index" out; items of several indices go to {base}/_bulk, each line
+// naming its index. Every item lands where it was meant to either way.
+func TestSendIndexInURL(t *testing.T) {
+	b := new(Batch)
+	a1 := add(t, b, "logs-a", "1", `{"n":1}`)
+	a2 := add(t, b, "logs-a", "", `{"n":2}`)
+	o1 := add(t, b, "logs-b", "3", `{"n":3}`)
+	var mu sync.Mutex
+	var paths []string
+	var bodies [][]reqItem
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.ContentLength != int64(len(body)) {
+			t.Errorf("Content-Length %d for %d bytes", r.ContentLength, len(body))
+		}
+		path := strings.TrimPrefix(r.URL.Path, "/prefix")
+		its := readBulk(t, path, body)
+		if path != "/_bulk" && bytes.Contains(body, []byte(`"_index"`)) {
+			t.Errorf("index in the URL and in the lines: %s", body)
+		}
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		bodies = append(bodies, its)
+		mu.Unlock()
+		var out []string
+		for _, it := range its {
+			out = append(out, itemJSON(it.Index, 201, "", ""))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, response(out))
+	}))
+	defer srv.Close()
+	var c Client
+	for _, tc := range []struct {
+		items []int32
+		path  string
+		want  []string // the index of each item as the server read it
+	}{
+		{[]int32{a1, a2}, "/prefix/logs-a/_bulk", []string{"logs-a", "logs-a"}},
+		{[]int32{o1}, "/prefix/logs-b/_bulk", []string{"logs-b"}},
+		{[]int32{a1, o1, a2}, "/prefix/_bulk", []string{"logs-a", "logs-b", "logs-a"}},
+	} {
+		mu.Lock()
+		paths, bodies = nil, nil
+		mu.Unlock()
+		out := make([]Outcome, len(tc.items))
+		res, err := c.Send(context.Background(), srv.URL+"/prefix", b, tc.items, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		if len(paths) != 1 || paths[0] != tc.path {
+			t.Errorf("%v: paths %v, want %s", tc.items, paths, tc.path)
+		}
+		for k, it := range bodies[0] {
+			if it.Index != tc.want[k] {
+				t.Errorf("%v: item %d read as index %q, want %q", tc.items, k, it.Index, tc.want[k])
+			}
+			if out[k].Index != tc.want[k] || Classify(out[k]) != Done {
+				t.Errorf("%v: outcome %d %+v", tc.items, k, out[k])
+			}
+		}
+		mu.Unlock()
+		if res.Counts[Done] != len(tc.items) {
+			t.Errorf("%v: result %+v", tc.items, res)
 		}
 	}
 }
