@@ -456,13 +456,18 @@ func appendDouble(dst []byte, f float64) []byte {
 		return append(dst, `"-Infinity"`...)
 	}
 	n := len(dst)
-	if a := math.Abs(f); a >= 1e-4 && a < 1e5 {
-		// 'g' writes these as 'f' does (its decimal exponent is in
-		// [-4, 6)), and 'f' gets there faster.
-		dst = strconv.AppendFloat(dst, f, 'f', -1, 64)
-	} else {
-		dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
+	a := f
+	if f < 0 {
+		dst = append(dst, '-')
+		a = -f
 	}
+	out, ok := appendShortest(dst, a)
+	if !ok {
+		// Zero and subnormals: strconv's shortest 'g', which is what
+		// appendShortest writes for every other double.
+		out = strconv.AppendFloat(dst[:n], f, 'g', -1, 64)
+	}
+	dst = out
 	for _, c := range dst[n:] {
 		if c == '.' || c == 'e' {
 			return dst

@@ -1,0 +1,221 @@
+package ss4o
+
+import (
+	"math"
+	"math/big"
+	"math/bits"
+)
+
+// Shortest decimal rendering of a double, after R. Giulietti, "The Schubfach
+// way to render doubles" (2020): the decimal with the fewest digits that
+// reads back as the double, and of those the closest to it (ties to an even
+// last digit). That is what strconv.AppendFloat(…, -1, 64) writes; this
+// renders the same text without strconv's intermediate digit buffer.
+// TestShortestMatchesStrconv checks the two against each other.
+
+// The powers of ten: g(k) for k in [kMin, kMax] is 10^-k scaled by a power
+// of two into [2^125, 2^126) and rounded up, split in 63-bit halves.
+const (
+	kMin = -324
+	kMax = 292
+)
+
+var pow10Hi, pow10Lo = buildPow10() // about 1 ms, once, at start
+
+// buildPow10 computes g(k) exactly with math/big.
+func buildPow10() (hi, lo [kMax - kMin + 1]uint64) {
+	mask63 := new(big.Int).SetUint64(1<<63 - 1)
+	ten := big.NewInt(10)
+	for k := kMin; k <= kMax; k++ {
+		// g = floor(10^-k × 2^(125 - flog2pow10(-k))) + 1.
+		r := 125 - flog2pow10(-k)
+		num, den := big.NewInt(1), big.NewInt(1)
+		if k < 0 {
+			num.Exp(ten, big.NewInt(int64(-k)), nil)
+		} else {
+			den.Exp(ten, big.NewInt(int64(k)), nil)
+		}
+		if r >= 0 {
+			num.Lsh(num, uint(r))
+		} else {
+			den.Lsh(den, uint(-r))
+		}
+		g := num.Quo(num, den)
+		g.Add(g, big.NewInt(1))
+		hi[k-kMin] = new(big.Int).Rsh(g, 63).Uint64()
+		lo[k-kMin] = new(big.Int).And(g, mask63).Uint64()
+	}
+	return hi, lo
+}
+
+// flog10pow2 is floor(e × log10(2)), flog10threeQuartersPow2 is
+// floor(e × log10(2) + log10(3/4)) and flog2pow10 is floor(e × log2(10)),
+// for the exponents of doubles.
+func flog10pow2(e int) int { return (e * 661971961083) >> 41 }
+
+func flog10threeQuartersPow2(e int) int { return (e*661971961083 - 274743187321) >> 41 }
+
+func flog2pow10(e int) int { return (e * 913124641741) >> 38 }
+
+// rop is g × cp scaled down by 2^127 and rounded to odd (the lowest bit set
+// when anything nonzero was dropped), with g = g1·2^63 + g0.
+func rop(g1, g0, cp uint64) uint64 {
+	x1, _ := bits.Mul64(g0, cp)
+	y1, y0 := bits.Mul64(g1, cp)
+	z := (y0 >> 1) + x1
+	vbp := y1 + (z >> 63)
+	if z&(1<<63-1) != 0 {
+		vbp |= 1
+	}
+	return vbp
+}
+
+// shortest returns the digits and decimal exponent (v = digits × 10^exp) of
+// the shortest decimal that reads back as v, for finite, positive, normal
+// v; ok is false for any other v (zero, subnormal, NaN, ±Inf, negative).
+func shortest(v float64) (digits uint64, exp int, ok bool) {
+	b := math.Float64bits(v)
+	bq := int(b>>52) & 0x7ff
+	if b>>63 != 0 || bq == 0 || bq == 0x7ff {
+		return 0, 0, false
+	}
+	c := uint64(1)<<52 | b&(1<<52-1)
+	q := bq - 1075
+	// An integer below 2^53: its own digits.
+	if mq := -q; mq > 0 && mq < 53 {
+		if f := c >> uint(mq); f<<uint(mq) == c {
+			return f, 0, true
+		}
+	}
+	out := c & 1
+	cb := c << 2
+	cbr := cb + 2
+	var cbl uint64
+	var k int
+	if c != 1<<52 {
+		cbl, k = cb-2, flog10pow2(q)
+	} else {
+		// The double below v is closer than the one above.
+		cbl, k = cb-1, flog10threeQuartersPow2(q)
+	}
+	h := uint(q + flog2pow10(-k) + 2)
+	g1, g0 := pow10Hi[k-kMin], pow10Lo[k-kMin]
+	vb := rop(g1, g0, cb<<h)
+	vbl := rop(g1, g0, cbl<<h)
+	vbr := rop(g1, g0, cbr<<h)
+	s := vb >> 2
+	if s >= 100 {
+		sp10 := s / 10 * 10
+		tp10 := sp10 + 10
+		upin := vbl+out <= sp10<<2
+		wpin := tp10<<2+out <= vbr
+		if upin != wpin {
+			if upin {
+				return sp10, k, true
+			}
+			return tp10, k, true
+		}
+	}
+	t := s + 1
+	uin := vbl+out <= s<<2
+	win := t<<2+out <= vbr
+	if uin != win {
+		if uin {
+			return s, k, true
+		}
+		return t, k, true
+	}
+	// Both or neither in the rounding interval: the closer, ties to even.
+	if mid := (s + t) << 1; vb < mid || vb == mid && s&1 == 0 {
+		return s, k, true
+	}
+	return t, k, true
+}
+
+// appendShortest writes v (finite, positive, normal) as strconv's 'g'
+// format does with the shortest precision: in %e form (d.ddde±XX) when its
+// decimal exponent is below -4 or at least 6, else in %f form. It reports
+// false, writing nothing, for any other v.
+func appendShortest(dst []byte, v float64) ([]byte, bool) {
+	d, e, ok := shortest(v)
+	if !ok {
+		return dst, false
+	}
+	// Drop trailing zeros (up to 16), 8, 4, 2 and 1 at a time.
+	for d%100000000 == 0 {
+		d /= 100000000
+		e += 8
+	}
+	if d%10000 == 0 {
+		d /= 10000
+		e += 4
+	}
+	if d%100 == 0 {
+		d /= 100
+		e += 2
+	}
+	if d%10 == 0 {
+		d /= 10
+		e++
+	}
+	var buf [20]byte
+	i := len(buf)
+	for d >= 100 {
+		r := d % 100
+		d /= 100
+		i -= 2
+		buf[i], buf[i+1] = pairs[2*r], pairs[2*r+1]
+	}
+	if d >= 10 {
+		i -= 2
+		buf[i], buf[i+1] = pairs[2*d], pairs[2*d+1]
+	} else {
+		i--
+		buf[i] = byte('0' + d)
+	}
+	digs := buf[i:]
+	nd := len(digs)
+	dp := nd + e // v = 0.digs × 10^dp
+	if x := dp - 1; x < -4 || x >= 6 {
+		// %e: d[.ddd]e±XX.
+		dst = append(dst, digs[0])
+		if nd > 1 {
+			dst = append(dst, '.')
+			dst = append(dst, digs[1:]...)
+		}
+		dst = append(dst, 'e')
+		if x < 0 {
+			dst = append(dst, '-')
+			x = -x
+		} else {
+			dst = append(dst, '+')
+		}
+		if x < 10 {
+			dst = append(dst, '0', byte('0'+x))
+		} else if x < 100 {
+			dst = append(dst, pairs[2*x], pairs[2*x+1])
+		} else {
+			dst = append(dst, byte('0'+x/100), pairs[2*(x%100)], pairs[2*(x%100)+1])
+		}
+		return dst, true
+	}
+	// %f: the integer part (0 when dp ≤ 0), then the fraction, if any.
+	switch {
+	case dp <= 0:
+		dst = append(dst, '0', '.')
+		for range -dp {
+			dst = append(dst, '0')
+		}
+		dst = append(dst, digs...)
+	case dp >= nd:
+		dst = append(dst, digs...)
+		for range dp - nd {
+			dst = append(dst, '0')
+		}
+	default:
+		dst = append(dst, digs[:dp]...)
+		dst = append(dst, '.')
+		dst = append(dst, digs[dp:]...)
+	}
+	return dst, true
+}
