@@ -79,7 +79,7 @@ func (b *Batch) Begin(index, id string) []byte {
 // appendAction appends the create action line for index and id (none when
 // id is ""), newline included.
 func (b *Batch) appendAction(a []byte, index, id string) []byte {
-	a = append(a, `{"create":{"_index":`...)
+	a = append(a, actionHead+indexKey...)
 	if index != b.lastIndex || b.lastIndexJSON == nil {
 		b.lastIndexJSON = appendJSONString(b.lastIndexJSON[:0], index)
 		b.lastIndex = index

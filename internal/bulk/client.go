@@ -637,9 +637,12 @@ type bodyState struct {
 	elide int
 }
 
-// actionHead is how every action line the Batch writes begins; "_index"
-// follows it.
-const actionHead = `{"create":{`
+// Every action line the Batch writes (appendAction) begins with actionHead,
+// then indexKey and the index as a JSON string.
+const (
+	actionHead = `{"create":{`
+	indexKey   = `"_index":`
+)
 
 type body struct {
 	st  *bodyState
@@ -677,7 +680,7 @@ func sharedIndex(b *Batch, items []int32) (index string, elide int, saved int64)
 			return "", 0, 0
 		}
 	}
-	field := appendJSONString([]byte(`"_index":`), index)
+	field := appendJSONString([]byte(indexKey), index)
 	for _, it := range items {
 		data := b.items[it].data
 		end := len(actionHead) + len(field)
@@ -724,10 +727,7 @@ func (r *body) Read(p []byte) (int, error) {
 	for n < len(p) && r.k < len(st.items) {
 		data := st.b.items[st.items[r.k]].data
 		if st.elide > 0 && r.off <= len(actionHead) {
-			if r.off == 0 && len(p)-n >= len(actionHead) {
-				n += copy(p[n:], actionHead)
-				r.off = len(actionHead)
-			} else if r.off < len(actionHead) {
+			if r.off < len(actionHead) {
 				c := copy(p[n:], data[r.off:len(actionHead)])
 				n += c
 				r.off += c
