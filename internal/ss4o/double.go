@@ -4,13 +4,14 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
+	"sync"
 )
 
 // Shortest decimal rendering of a double, after R. Giulietti, "The Schubfach
 // way to render doubles" (2020): the decimal with the fewest digits that
 // reads back as the double, and of those the closest to it (ties to an even
 // last digit). That is what strconv.AppendFloat(…, -1, 64) writes; this
-// renders the same text without strconv's intermediate digit buffer.
+// renders the same text with less work than strconv.AppendFloat does.
 // TestShortestMatchesStrconv checks the two against each other.
 
 // The powers of ten: g(k) for k in [kMin, kMax] is 10^-k scaled by a power
@@ -20,10 +21,16 @@ const (
 	kMax = 292
 )
 
-var pow10Hi, pow10Lo = buildPow10() // about 1 ms, once, at start
+// pow10 is built on first use (about 1 ms), not at every start of a
+// process that imports this package.
+var pow10 = sync.OnceValue(buildPow10)
+
+// pow10Table holds g(k) in 63-bit halves, index k - kMin.
+type pow10Table struct{ hi, lo [kMax - kMin + 1]uint64 }
 
 // buildPow10 computes g(k) exactly with math/big.
-func buildPow10() (hi, lo [kMax - kMin + 1]uint64) {
+func buildPow10() *pow10Table {
+	t := new(pow10Table)
 	mask63 := new(big.Int).SetUint64(1<<63 - 1)
 	ten := big.NewInt(10)
 	for k := kMin; k <= kMax; k++ {
@@ -42,10 +49,10 @@ func buildPow10() (hi, lo [kMax - kMin + 1]uint64) {
 		}
 		g := num.Quo(num, den)
 		g.Add(g, big.NewInt(1))
-		hi[k-kMin] = new(big.Int).Rsh(g, 63).Uint64()
-		lo[k-kMin] = new(big.Int).And(g, mask63).Uint64()
+		t.hi[k-kMin] = new(big.Int).Rsh(g, 63).Uint64()
+		t.lo[k-kMin] = new(big.Int).And(g, mask63).Uint64()
 	}
-	return hi, lo
+	return t
 }
 
 // flog10pow2 is floor(e × log10(2)), flog10threeQuartersPow2 is
@@ -99,7 +106,8 @@ func shortest(v float64) (digits uint64, exp int, ok bool) {
 		cbl, k = cb-1, flog10threeQuartersPow2(q)
 	}
 	h := uint(q + flog2pow10(-k) + 2)
-	g1, g0 := pow10Hi[k-kMin], pow10Lo[k-kMin]
+	tab := pow10()
+	g1, g0 := tab.hi[k-kMin], tab.lo[k-kMin]
 	vb := rop(g1, g0, cb<<h)
 	vbl := rop(g1, g0, cbl<<h)
 	vbr := rop(g1, g0, cbr<<h)
