@@ -37,7 +37,7 @@ func (t *targetCache) init(cfg *Config, sig signal) {
 
 // origin is what a resource's records default to: the configured dataset
 // and namespace, or the resource's own attributes where they name valid
-// ones. It is found once per resource, not once per record.
+// ones. It is found once per scope of records, not once per record.
 type origin struct{ dataset, namespace string }
 
 // resource returns the origin of the records of a resource with attributes
