@@ -266,7 +266,7 @@ func (p *part) encodeLog(e *osExporter, target string, lr plog.LogRecord, r ref)
 	buf = p.enc.AppendLog(buf, lr)
 	h := ss4o.ContentID(p.batch.OpenSource(buf))
 	p.ids = ss4o.AppendID(p.ids, h, 0)
-	if _, err := p.batch.CommitID(buf, p.id(start)); err != nil {
+	if _, err := p.batch.CommitCompact(buf, p.id(start)); err != nil {
 		p.encodeFailed++
 		return
 	}

@@ -63,12 +63,7 @@ var ErrNotBegun = errors.New("bulk: Commit without Begin")
 // are written as U+FFFD, as routing.SanitizeUTF8 (and so routing.Hash)
 // assumes.
 func (b *Batch) Begin(index, id string) []byte {
-	if b.open {
-		b.arena = b.arena[:b.start]
-	}
-	b.open = true
-	b.start = len(b.arena)
-	b.index, b.id = index, id
+	b.openItem(index, id)
 	b.idLen = -1
 	a := b.appendAction(b.arena, index, id)
 	b.srcStart = len(a)
@@ -76,15 +71,20 @@ func (b *Batch) Begin(index, id string) []byte {
 	return a
 }
 
+// openItem discards the open item, if any, and opens one at the arena's end.
+func (b *Batch) openItem(index, id string) {
+	if b.open {
+		b.arena = b.arena[:b.start]
+	}
+	b.open = true
+	b.start = len(b.arena)
+	b.index, b.id = index, id
+}
+
 // appendAction appends the create action line for index and id (none when
 // id is ""), newline included.
 func (b *Batch) appendAction(a []byte, index, id string) []byte {
-	a = append(a, actionHead+indexKey...)
-	if index != b.lastIndex || b.lastIndexJSON == nil {
-		b.lastIndexJSON = appendJSONString(b.lastIndexJSON[:0], index)
-		b.lastIndex = index
-	}
-	a = append(a, b.lastIndexJSON...)
+	a = b.appendHead(a, index)
 	if id != "" {
 		a = append(a, `,"_id":`...)
 		a = appendJSONString(a, id)
@@ -92,13 +92,23 @@ func (b *Batch) appendAction(a []byte, index, id string) []byte {
 	return append(a, "}}\n"...)
 }
 
+// appendHead appends the action line up to and including the index name.
+func (b *Batch) appendHead(a []byte, index string) []byte {
+	a = append(a, actionHead+indexKey...)
+	if index != b.lastIndex || b.lastIndexJSON == nil {
+		b.lastIndexJSON = appendJSONString(b.lastIndexJSON[:0], index)
+		b.lastIndex = index
+	}
+	return append(a, b.lastIndexJSON...)
+}
+
 // BeginSized opens an item like Begin whose _id is known only once its
 // source is written (a hash of the source): it reserves idLen bytes for the
 // id in the action line. Append the source, read it back with OpenSource,
 // and close the item with CommitID.
 func (b *Batch) BeginSized(index string, idLen int) []byte {
-	a := b.Begin(index, "")
-	a = a[:len(a)-len("}}\n")]
+	b.openItem(index, "")
+	a := b.appendHead(b.arena, index)
 	a = append(a, `,"_id":"`...)
 	b.idAt = len(a) - b.start
 	for n := idLen; n > 0; {
@@ -143,6 +153,27 @@ func (b *Batch) CommitID(buf []byte, id string) (int32, error) {
 	return b.Commit(buf)
 }
 
+// CommitCompact is CommitID for a caller that guarantees the two things
+// CommitID scans for: the source holds no raw '\n' (compact JSON whose
+// strings escape every control character, as ss4o writes it) and id is made
+// of characters that need no JSON escaping (as ss4o.AppendID's hex). It
+// still refuses an id of the wrong length, an empty index and a source that
+// does not start with '{'. A source that breaks the promise would split its
+// item's line and make the server misread the items after it.
+func (b *Batch) CommitCompact(buf []byte, id string) (int32, error) {
+	if !b.open || b.idLen < 0 {
+		b.Abort()
+		return -1, errors.New("bulk: CommitCompact without BeginSized")
+	}
+	if len(id) != b.idLen || len(buf) < b.srcStart {
+		b.Abort()
+		return -1, fmt.Errorf("bulk: an id of %d bytes does not fit the %d bytes reserved", len(id), b.idLen)
+	}
+	copy(buf[b.start+b.idAt:], id)
+	b.id = id
+	return b.commit(buf, false)
+}
+
 // Commit closes the item opened by Begin: buf is the slice Begin returned
 // with the item's source appended. It returns the item's number.
 //
@@ -155,6 +186,11 @@ func (b *Batch) Commit(buf []byte) (int32, error) {
 	if !b.open {
 		return -1, ErrNotBegun
 	}
+	return b.commit(buf, true)
+}
+
+// commit closes the open item; scan: rewrite raw newlines in the source.
+func (b *Batch) commit(buf []byte, scan bool) (int32, error) {
 	b.open = false
 	if len(buf) < b.srcStart {
 		b.arena = b.arena[:b.start]
@@ -172,6 +208,18 @@ func (b *Batch) Commit(buf []byte) (int32, error) {
 		b.arena = buf[:b.start]
 		return -1, err
 	}
+	if scan {
+		spaceNewlines(src)
+	}
+	buf = append(buf, '\n')
+	b.arena = buf
+	b.items = append(b.items, entry{data: buf[b.start:len(buf):len(buf)], index: b.index, id: b.id})
+	b.total += len(buf) - b.start
+	return int32(len(b.items) - 1), nil
+}
+
+// spaceNewlines rewrites every raw '\n' of src as ' '.
+func spaceNewlines(src []byte) {
 	for i := bytes.IndexByte(src, '\n'); i >= 0; {
 		src[i] = ' '
 		j := bytes.IndexByte(src[i+1:], '\n')
@@ -180,11 +228,6 @@ func (b *Batch) Commit(buf []byte) (int32, error) {
 		}
 		i += 1 + j
 	}
-	buf = append(buf, '\n')
-	b.arena = buf
-	b.items = append(b.items, entry{data: buf[b.start:len(buf):len(buf)], index: b.index, id: b.id})
-	b.total += len(buf) - b.start
-	return int32(len(b.items) - 1), nil
 }
 
 func startsObject(src []byte) bool {

@@ -303,3 +303,49 @@ func TestBeginSized(t *testing.T) {
 		t.Fatalf("long id:\n%s\nwant\n%s", b2.arena, want2.arena)
 	}
 }
+
+// TestCommitCompact checks that CommitCompact makes the item CommitID makes
+// for a compact source and a plain id, and that it still refuses what it
+// checks: an id of the wrong length, a source that is not an object, an
+// empty index, an item not opened by BeginSized.
+func TestCommitCompact(t *testing.T) {
+	var want, b Batch
+	add(t, &want, "logs", "0123456789abcdef", `{"a":"x\ny"}`)
+	buf := b.BeginSized("logs", 16)
+	if _, err := b.CommitCompact(append(buf, `{"a":"x\ny"}`...), "0123456789abcdef"); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b.arena, want.arena) {
+		t.Fatalf("CommitCompact item:\n%s\nwant\n%s", b.arena, want.arena)
+	}
+	size := b.Size()
+	for name, commit := range map[string]func() error{
+		"short id": func() error {
+			_, err := b.CommitCompact(append(b.BeginSized("logs", 16), `{}`...), "0123")
+			return err
+		},
+		"long id": func() error {
+			_, err := b.CommitCompact(append(b.BeginSized("logs", 4), `{}`...), "01234")
+			return err
+		},
+		"not an object": func() error {
+			_, err := b.CommitCompact(append(b.BeginSized("logs", 4), `[1]`...), "0123")
+			return err
+		},
+		"empty index": func() error {
+			_, err := b.CommitCompact(append(b.BeginSized("", 4), `{}`...), "0123")
+			return err
+		},
+		"after Begin": func() error {
+			_, err := b.CommitCompact(append(b.Begin("logs", "0123"), `{}`...), "0123")
+			return err
+		},
+	} {
+		if err := commit(); err == nil {
+			t.Fatalf("%s: accepted", name)
+		}
+		if b.Len() != 1 || b.Size() != size || len(b.arena) != size {
+			t.Fatalf("%s: refused item left bytes behind", name)
+		}
+	}
+}

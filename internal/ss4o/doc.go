@@ -66,6 +66,10 @@
 // only its first occurrence (the one pcommon.Map.Get returns): OpenSearch
 // rejects a document with a repeated key.
 //
+// Documents are compact: no whitespace is written and control characters
+// are escaped, so a document holds no byte below 0x20 and is one NDJSON line
+// as it is (bulk.Batch.CommitCompact relies on it).
+//
 // # Ids
 //
 // Content ids (ContentID, AppendID, Repeats) are an XXH3 128-bit hash of

@@ -37,6 +37,7 @@ func checkLog(t testing.TB, e *entropy) {
 	if !json.Valid(doc) {
 		t.Fatalf("invalid JSON: %q", doc)
 	}
+	checkCompact(t, doc)
 	got, err := decodeAny(doc)
 	if err != nil {
 		t.Fatalf("encoding/json: %v\n%s", err, doc)
@@ -95,6 +96,7 @@ func checkSpan(t testing.TB, e *entropy) {
 	if !json.Valid(doc) {
 		t.Fatalf("invalid JSON: %q", doc)
 	}
+	checkCompact(t, doc)
 	got, err := decodeAny(doc)
 	if err != nil {
 		t.Fatalf("encoding/json: %v\n%s", err, doc)
@@ -178,4 +180,15 @@ func FuzzSpan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkSpan(t, &entropy{b: data})
 	})
+}
+
+// checkCompact fails t if doc holds a byte below 0x20: documents are one
+// NDJSON line as they are written (see bulk.Batch.CommitCompact).
+func checkCompact(t testing.TB, doc []byte) {
+	t.Helper()
+	for i, c := range doc {
+		if c < 0x20 {
+			t.Fatalf("byte %#x at %d of %q", c, i, doc)
+		}
+	}
 }
