@@ -4,7 +4,10 @@
 // the string the server decodes is the string routing.Hash hashed.
 package jsonstr
 
-import "unicode/utf8"
+import (
+	"slices"
+	"unicode/utf8"
+)
 
 const hexDigits = "0123456789abcdef"
 
@@ -22,21 +25,16 @@ var safe = func() (t [256]bool) {
 // of valid UTF-8 replaced by U+FFFD. Everything else, including
 // U+2028/U+2029, is copied.
 func Append(dst []byte, s string) []byte {
-	// Most strings need no escaping at all: find the first byte that does,
-	// 8 bytes at a time, and copy everything before it in one go.
-	i := 0
-	for i+8 <= len(s) && clean8(s[i:i+8]) {
-		i += 8
+	// Most strings need no escaping at all: they are copied in one go.
+	if !Plain(s) {
+		return appendSlow(dst, s, 0)
 	}
-	for i < len(s) && safe[s[i]] {
-		i++
-	}
-	if i == len(s) {
-		dst = append(dst, '"')
-		dst = append(dst, s...)
-		return append(dst, '"')
-	}
-	return appendSlow(dst, s, i)
+	n := len(dst)
+	dst = slices.Grow(dst, len(s)+2)[:n+len(s)+2]
+	dst[n] = '"'
+	copy(dst[n+1:], s)
+	dst[len(dst)-1] = '"'
+	return dst
 }
 
 // appendSlow is Append for a string whose first i bytes need no escaping.
@@ -44,7 +42,7 @@ func appendSlow(dst []byte, s string, i int) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i < len(s) {
-		if i+8 <= len(s) && clean8(s[i:i+8]) {
+		if i+8 <= len(s) && cleanWord(word(s, i)) {
 			i += 8
 			continue
 		}
@@ -89,13 +87,18 @@ func appendSlow(dst []byte, s string, i int) []byte {
 	return append(dst, '"')
 }
 
-// clean8 reports whether none of the 8 bytes of s needs escaping or UTF-8
-// checking: no control character, '"', '\\' or byte ≥ 0x80 (SWAR tests on
-// one 64-bit word).
-func clean8(s string) bool {
-	_ = s[7]
-	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+// word is s[i:i+8] as a little-endian 64-bit word (the compiler makes it
+// one load).
+func word(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// cleanWord reports whether none of the 8 bytes of the word x needs
+// escaping or UTF-8 checking: no control character, '"', '\\' or byte
+// ≥ 0x80 (SWAR tests).
+func cleanWord(x uint64) bool {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
 	q := x ^ (lo * '"')
 	b := x ^ (lo * '\\')
@@ -107,16 +110,22 @@ func clean8(s string) bool {
 }
 
 // Plain reports whether s is written by Append exactly as itself between
-// the quotes: printable ASCII without '"' or '\\'.
+// the quotes: printable ASCII without '"' or '\\'. From 8 bytes on it tests
+// a word at a time, the last word overlapping the one before it.
 func Plain(s string) bool {
-	i := 0
-	for i+8 <= len(s) && clean8(s[i:i+8]) {
-		i += 8
+	n := len(s)
+	if n < 8 {
+		for i := 0; i < n; i++ {
+			if !safe[s[i]] {
+				return false
+			}
+		}
+		return true
 	}
-	for ; i < len(s); i++ {
-		if !safe[s[i]] {
+	for i := 0; i < n-8; i += 8 {
+		if !cleanWord(word(s, i)) {
 			return false
 		}
 	}
-	return true
+	return cleanWord(word(s, n-8))
 }

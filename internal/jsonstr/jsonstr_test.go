@@ -44,10 +44,10 @@ func FuzzAppend(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) { check(t, s) })
 }
 
-// TestClean8 checks the word-at-a-time test against the byte table for
+// TestCleanWord checks the word-at-a-time test against the byte table for
 // every byte value at every position of a word, alone and next to another
 // byte that needs attention.
-func TestClean8(t *testing.T) {
+func TestCleanWord(t *testing.T) {
 	want := func(b []byte) bool {
 		for _, c := range b {
 			if !safe[c] {
@@ -62,8 +62,8 @@ func TestClean8(t *testing.T) {
 				b := []byte("abcdefgh")
 				b[pos] = byte(v)
 				b[(pos+3)%8] = other
-				if got := clean8(string(b)); got != want(b) {
-					t.Fatalf("clean8(%q) = %v", b, got)
+				if got := cleanWord(word(string(b), 0)); got != want(b) {
+					t.Fatalf("cleanWord(%q) = %v", b, got)
 				}
 			}
 		}
@@ -79,6 +79,32 @@ func TestPlain(t *testing.T) {
 		}
 		if got := string(Append(nil, s)) == `"`+s+`"`; Plain(s) && !got {
 			t.Errorf("Plain(%q) but Append escapes it", s)
+		}
+	}
+}
+
+// TestPlainEveryPosition checks Plain against the byte table for every
+// length up to 40 with one byte that needs attention at every position, so
+// that every word, the overlapping last one and the short-string loop are
+// each the one that must find it.
+func TestPlainEveryPosition(t *testing.T) {
+	for n := 0; n <= 40; n++ {
+		clean := make([]byte, n)
+		for i := range clean {
+			clean[i] = byte('a' + i%26)
+		}
+		if !Plain(string(clean)) {
+			t.Fatalf("Plain(%q) = false", clean)
+		}
+		for pos := 0; pos < n; pos++ {
+			for _, bad := range []byte{0x00, 0x1f, '"', '\\', 0x80, 0xff} {
+				b := append([]byte(nil), clean...)
+				b[pos] = bad
+				if Plain(string(b)) {
+					t.Fatalf("Plain(%q) = true", b)
+				}
+				check(t, string(b))
+			}
 		}
 	}
 }
