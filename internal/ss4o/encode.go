@@ -454,6 +454,11 @@ func appendDouble(dst []byte, f float64) []byte {
 		return append(dst, `"Infinity"`...)
 	case math.IsInf(f, -1):
 		return append(dst, `"-Infinity"`...)
+	case f == 0:
+		if math.Signbit(f) {
+			return append(dst, "-0.0"...)
+		}
+		return append(dst, "0.0"...)
 	}
 	n := len(dst)
 	a := f
@@ -461,13 +466,12 @@ func appendDouble(dst []byte, f float64) []byte {
 		dst = append(dst, '-')
 		a = -f
 	}
-	out, ok := appendShortest(dst, a)
-	if !ok {
-		// Zero and subnormals: strconv's shortest 'g', which is what
-		// appendShortest writes for every other double.
-		out = strconv.AppendFloat(dst[:n], f, 'g', -1, 64)
+	if out, ok := appendShortest(dst, a, true); ok {
+		return out
 	}
-	dst = out
+	// Subnormals: strconv's shortest 'g', which is what appendShortest
+	// writes for every other double.
+	dst = strconv.AppendFloat(dst[:n], f, 'g', -1, 64)
 	for _, c := range dst[n:] {
 		if c == '.' || c == 'e' {
 			return dst

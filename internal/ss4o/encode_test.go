@@ -508,7 +508,8 @@ func TestAppendDoubleMatchesG(t *testing.T) {
 			t.Fatalf("appendDouble(%v) = %s, want %s", f, got, want(f))
 		}
 	}
-	edges := []float64{1e-4, 1e5, math.Nextafter(1e-4, 0), math.Nextafter(1e-4, 1), math.Nextafter(1e5, 0), math.Nextafter(1e5, 1e6), 99999.99999999999, 0.0001, 1, 0.5, 12345.678}
+	edges := []float64{1e-4, 1e5, math.Nextafter(1e-4, 0), math.Nextafter(1e-4, 1), math.Nextafter(1e5, 0), math.Nextafter(1e5, 1e6), 99999.99999999999, 0.0001, 1, 0.5, 12345.678,
+		0, math.Copysign(0, -1), math.SmallestNonzeroFloat64, 2.2250738585072009e-308, 1e5, 123456, 1e21}
 	for _, f := range edges {
 		check(f)
 		check(-f)
