@@ -137,14 +137,14 @@ func (b *Batch) OpenSource(buf []byte) []byte {
 
 // CommitID closes an item opened by BeginSized, as Commit does, writing id
 // in the reserved place. id must have exactly the reserved length and only
-// characters that need no JSON escaping; otherwise the item is discarded
-// with an error.
+// characters that need no JSON escaping, and not be empty; otherwise the
+// item is discarded with an error.
 func (b *Batch) CommitID(buf []byte, id string) (int32, error) {
 	if !b.open || b.idLen < 0 {
 		b.Abort()
 		return -1, errors.New("bulk: CommitID without BeginSized")
 	}
-	if len(id) != b.idLen || !jsonstr.Plain(id) || len(buf) < b.srcStart {
+	if len(id) == 0 || len(id) != b.idLen || !jsonstr.Plain(id) || len(buf) < b.srcStart {
 		b.Abort()
 		return -1, fmt.Errorf("bulk: an id of %d bytes (or with characters to escape) does not fit the %d plain bytes reserved", len(id), b.idLen)
 	}
@@ -165,7 +165,7 @@ func (b *Batch) CommitCompact(buf []byte, id string) (int32, error) {
 		b.Abort()
 		return -1, errors.New("bulk: CommitCompact without BeginSized")
 	}
-	if len(id) != b.idLen || len(buf) < b.srcStart {
+	if len(id) == 0 || len(id) != b.idLen || len(buf) < b.srcStart {
 		b.Abort()
 		return -1, fmt.Errorf("bulk: an id of %d bytes does not fit the %d bytes reserved", len(id), b.idLen)
 	}

@@ -328,6 +328,14 @@ func TestCommitCompact(t *testing.T) {
 			_, err := b.CommitCompact(append(b.BeginSized("logs", 4), `{}`...), "01234")
 			return err
 		},
+		"empty id": func() error {
+			_, err := b.CommitCompact(append(b.BeginSized("logs", 0), `{}`...), "")
+			return err
+		},
+		"empty id, CommitID": func() error {
+			_, err := b.CommitID(append(b.BeginSized("logs", 0), `{}`...), "")
+			return err
+		},
 		"not an object": func() error {
 			_, err := b.CommitCompact(append(b.BeginSized("logs", 4), `[1]`...), "0123")
 			return err

@@ -665,8 +665,11 @@ func newBody(b *Batch, items []int32) *bodyState {
 
 // sharedIndex returns the index every item goes to, the length of the
 // "_index" field in their action lines, and the bytes leaving it out saves
-// over all items; elide is 0 when the items do not share one index or a line
-// does not look as expected (then nothing is left out).
+// over all items; elide is 0 when the items do not share one index (then
+// nothing is left out). It reads only the item table, not the items' bytes:
+// a Batch writes every action line as actionHead, indexKey and the index as
+// a JSON string (appendHead), followed by ',' exactly when the item has an
+// _id (CommitID refuses an empty one).
 func sharedIndex(b *Batch, items []int32) (index string, elide int, saved int64) {
 	if len(items) == 0 {
 		return "", 0, 0
@@ -675,28 +678,19 @@ func sharedIndex(b *Batch, items []int32) (index string, elide int, saved int64)
 	if index == "" {
 		return "", 0, 0
 	}
-	for _, it := range items[1:] {
-		if b.items[it].index != index {
-			return "", 0, 0
-		}
-	}
-	field := appendJSONString([]byte(indexKey), index)
+	withID := 0
 	for _, it := range items {
-		data := b.items[it].data
-		end := len(actionHead) + len(field)
-		if len(data) <= end || string(data[:len(actionHead)]) != actionHead || string(data[len(actionHead):end]) != string(field) {
+		e := &b.items[it]
+		if e.index != index {
 			return "", 0, 0
 		}
-		switch data[end] {
-		case ',':
-			saved += int64(len(field) + 1)
-		case '}':
-			saved += int64(len(field))
-		default:
-			return "", 0, 0
+		if e.id != "" {
+			withID++
 		}
 	}
-	return index, len(field), saved
+	var buf [128]byte
+	elide = len(appendJSONString(append(buf[:0], indexKey...), index))
+	return index, elide, int64(elide)*int64(len(items)) + int64(withID)
 }
 
 // detach ends the body's use of the Batch.
