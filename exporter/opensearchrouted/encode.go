@@ -3,7 +3,8 @@ package opensearchrouted
 import (
 	"math/rand/v2"
 	"runtime"
-	"sync"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -36,7 +37,20 @@ type part struct {
 	occ []int32
 
 	encodeFailed int // records that could not be made into a bulk item
+
+	// The scope enc was last reset for (when inScope) and its records'
+	// origin: a share that encodes several pieces of one scope resets enc
+	// once.
+	inScope        bool
+	scopeR, scopeS int
+	origin         origin
+
+	chunks []chunkSpan // shared calls: the chunks this part encoded, in order
 }
+
+// chunkSpan says that items [from, to) of a part's batch are the records
+// of chunk number chunk.
+type chunkSpan struct{ chunk, from, to int32 }
 
 // loc is an item's node (nil: not routable) and the reason, as Locate
 // gave them.
@@ -54,6 +68,35 @@ func (p *part) reset() {
 	p.hashes = p.hashes[:0]
 	p.occ = p.occ[:0]
 	p.encodeFailed = 0
+	p.inScope = false
+	p.chunks = p.chunks[:0]
+}
+
+// scope makes p's encoder and origin those of scope (r, s), calling reset
+// only when the scope changes.
+func (p *part) scope(r, s int, reset func() origin) {
+	if !p.inScope || p.scopeR != r || p.scopeS != s {
+		p.origin = reset()
+		p.inScope, p.scopeR, p.scopeS = true, r, s
+	}
+}
+
+// eachScope calls fn for every scope that holds some of the records
+// numbered [from, to), counting every record of every scope in order: ri
+// and si locate the scope (resource ri, its scope si) and [lo, hi) is the
+// part of its records in the range. scopes(ri) and records(ri, si) count.
+func eachScope(resources int, scopes func(ri int) int, records func(ri, si int) int, from, to int, fn func(ri, si, lo, hi int)) {
+	pos := 0
+	for ri := 0; ri < resources && pos < to; ri++ {
+		ns := scopes(ri)
+		for si := 0; si < ns && pos < to; si++ {
+			n := records(ri, si)
+			if pos+n > from {
+				fn(ri, si, max(0, from-pos), min(n, to-pos))
+			}
+			pos += n
+		}
+	}
 }
 
 // call is the state of one export call, pooled: every slice keeps its
@@ -115,43 +158,105 @@ func shares(n int) int {
 	return max(1, min(runtime.GOMAXPROCS(0), n/minPerWorker))
 }
 
-// encodeShared encodes records [0, n) in k = shares(n) ranges at once, each
-// into its own part (the first into c's own), locating each part's items
-// through r (none when r is nil), then appends the other parts' items to c's
-// batch in order, so item numbers follow the records' order.
+// chunkRecords is how many records a share claims at a time.
+const chunkRecords = 64
+
+// waitSpin bounds how long the caller, out of chunks to claim, yields
+// instead of blocking while other shares finish theirs: a blocked
+// goroutine's core may go idle, and waking an idle virtual CPU takes
+// around 100 µs, several chunks' worth.
+const waitSpin = 100 * time.Microsecond
+
+// sharing is one shared call's work list. Each call has its own: a share
+// that starts after the call is over claims nothing from it.
+type sharing struct {
+	next, done atomic.Int32 // chunks claimed, chunks encoded
+	total      int32
+	finished   chan struct{} // closed when done reaches total
+}
+
+// encodeShared encodes records [0, n), locating each item through r (none
+// when r is nil). A large call is cut into chunks of chunkRecords that k =
+// shares(n) parts claim in turn, the caller's share at once and the others
+// as their goroutines start (a goroutine may start late: the cores may be
+// busy or idle and slow to wake), so none waits for another to begin. The
+// chunks' items are then appended to c's batch in chunk order, so item
+// numbers follow the records' order.
 func (c *call) encodeShared(n int, r *routing.Router, encodeRange func(p *part, from, to int)) {
-	encode := func(p *part, from, to int) {
-		encodeRange(p, from, to)
-		p.locate(r)
+	k := shares(n)
+	if k == 1 {
+		encodeRange(&c.part, 0, n)
+		c.part.locate(r, 0)
+		c.located = r != nil && len(c.locs) == c.batch.Len()
+		return
 	}
-	if k := shares(n); k == 1 {
-		encode(&c.part, 0, n)
-	} else {
-		for len(c.extra) < k-1 {
-			c.extra = append(c.extra, new(part))
-		}
-		per := (n + k - 1) / k
-		var wg sync.WaitGroup
-		for w := 1; w < k; w++ {
-			p, from, to := c.extra[w-1], w*per, min(n, (w+1)*per)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				encode(p, from, to)
-			}()
-		}
-		encode(&c.part, 0, per)
-		wg.Wait()
-		for _, p := range c.extra[:k-1] {
-			c.batch.Append(&p.batch)
-			c.refs = append(c.refs, p.refs...)
-			c.locs = append(c.locs, p.locs...)
-			c.hashes = append(c.hashes, p.hashes...)
-			c.occ = append(c.occ, p.occ...)
-			c.encodeFailed += p.encodeFailed
+	for len(c.extra) < k {
+		c.extra = append(c.extra, new(part))
+	}
+	sh := &sharing{total: int32((n + chunkRecords - 1) / chunkRecords), finished: make(chan struct{})}
+	work := func(p *part) {
+		for {
+			ch := sh.next.Add(1) - 1
+			if ch >= sh.total {
+				return
+			}
+			from := int(ch) * chunkRecords
+			first := p.batch.Len()
+			encodeRange(p, from, min(n, from+chunkRecords))
+			p.locate(r, first)
+			p.chunks = append(p.chunks, chunkSpan{ch, int32(first), int32(p.batch.Len())})
+			if sh.done.Add(1) == sh.total {
+				close(sh.finished)
+			}
 		}
 	}
+	for _, p := range c.extra[1:k] {
+		go work(p)
+	}
+	work(c.extra[0])
+	for start := time.Now(); sh.done.Load() < sh.total; {
+		if time.Since(start) > waitSpin {
+			<-sh.finished
+			break
+		}
+		runtime.Gosched()
+	}
+	c.merge(c.extra[:k], int(sh.total))
 	c.located = r != nil && len(c.locs) == c.batch.Len()
+}
+
+// merge appends the items of parts, chunk by chunk in chunk order, to c's
+// batch and per-item slices.
+func (c *call) merge(parts []*part, chunks int) {
+	var next [8]int // per part: its next chunkSpan
+	cursor := next[:0]
+	if len(parts) > len(next) {
+		cursor = make([]int, 0, len(parts))
+	}
+	cursor = cursor[:len(parts)]
+	for ch := int32(0); ch < int32(chunks); ch++ {
+		for i, p := range parts {
+			if cursor[i] == len(p.chunks) || p.chunks[cursor[i]].chunk != ch {
+				continue
+			}
+			sp := p.chunks[cursor[i]]
+			cursor[i]++
+			from, to := int(sp.from), int(sp.to)
+			c.batch.AppendRange(&p.batch, from, to)
+			c.refs = append(c.refs, p.refs[from:to]...)
+			if len(p.locs) == p.batch.Len() {
+				c.locs = append(c.locs, p.locs[from:to]...)
+			}
+			if len(p.occ) == p.batch.Len() {
+				c.hashes = append(c.hashes, p.hashes[from:to]...)
+				c.occ = append(c.occ, p.occ[from:to]...)
+			}
+			break
+		}
+	}
+	for _, p := range parts {
+		c.encodeFailed += p.encodeFailed
+	}
 }
 
 // numberRepeats numbers, in item order, the occurrences of each content in
@@ -185,12 +290,13 @@ func (e *osExporter) encodeLogs(c *call, ld plog.Logs) {
 	c.numberRepeats(e.router)
 }
 
-// locate finds the node of every item of p (in the share's goroutine).
-func (p *part) locate(r *routing.Router) {
+// locate finds the node of items [first, Len) of p (in the share's
+// goroutine).
+func (p *part) locate(r *routing.Router, first int) {
 	if r == nil {
 		return
 	}
-	for it := range int32(p.batch.Len()) {
+	for it := int32(first); it < int32(p.batch.Len()); it++ {
 		index, id, _ := p.batch.Item(it)
 		node, reason := r.Locate(index, id, "")
 		p.locs = append(p.locs, loc{node, reason})
@@ -200,30 +306,23 @@ func (p *part) locate(r *routing.Router) {
 // encodeLogRange encodes the records whose position in ld (counting every
 // record of every scope in order) is in [from, to).
 func (e *osExporter) encodeLogRange(p *part, ld plog.Logs, from, to int) {
-	pos := 0
 	rls := ld.ResourceLogs()
-	for ri := 0; ri < rls.Len() && pos < to; ri++ {
-		rl := rls.At(ri)
-		sls := rl.ScopeLogs()
-		for si := 0; si < sls.Len() && pos < to; si++ {
-			sl := sls.At(si)
+	eachScope(rls.Len(),
+		func(ri int) int { return rls.At(ri).ScopeLogs().Len() },
+		func(ri, si int) int { return rls.At(ri).ScopeLogs().At(si).LogRecords().Len() },
+		from, to, func(ri, si, lo, hi int) {
+			rl := rls.At(ri)
+			sl := rl.ScopeLogs().At(si)
+			p.scope(ri, si, func() origin {
+				p.enc.ResetLogs(rl, sl)
+				return e.targets.resource(rl.Resource().Attributes())
+			})
 			lrs := sl.LogRecords()
-			n := lrs.Len()
-			if pos+n <= from {
-				pos += n
-				continue
-			}
-			p.enc.ResetLogs(rl, sl)
-			o := e.targets.resource(rl.Resource().Attributes())
-			li := max(0, from-pos)
-			end := min(n, to-pos)
-			pos += n
-			for ; li < end; li++ {
+			for li := lo; li < hi; li++ {
 				lr := lrs.At(li)
-				p.encodeLog(e, e.targets.record(o, lr.Attributes()), lr, ref{int32(ri), int32(si), int32(li)})
+				p.encodeLog(e, e.targets.record(p.origin, lr.Attributes()), lr, ref{int32(ri), int32(si), int32(li)})
 			}
-		}
-	}
+		})
 }
 
 // contentIDLen is the length of a content id without an occurrence suffix.
@@ -290,27 +389,21 @@ func (e *osExporter) encodeTraces(c *call, td ptrace.Traces) {
 
 // encodeSpanRange encodes the spans whose position in td is in [from, to).
 func (e *osExporter) encodeSpanRange(p *part, td ptrace.Traces, from, to int) {
-	pos := 0
 	rss := td.ResourceSpans()
-	for ri := 0; ri < rss.Len() && pos < to; ri++ {
-		rs := rss.At(ri)
-		sss := rs.ScopeSpans()
-		for si := 0; si < sss.Len() && pos < to; si++ {
-			ss := sss.At(si)
+	eachScope(rss.Len(),
+		func(ri int) int { return rss.At(ri).ScopeSpans().Len() },
+		func(ri, si int) int { return rss.At(ri).ScopeSpans().At(si).Spans().Len() },
+		from, to, func(ri, si, lo, hi int) {
+			rs := rss.At(ri)
+			ss := rs.ScopeSpans().At(si)
+			p.scope(ri, si, func() origin {
+				p.enc.ResetTraces(rs, ss)
+				return e.targets.resource(rs.Resource().Attributes())
+			})
 			spans := ss.Spans()
-			n := spans.Len()
-			if pos+n <= from {
-				pos += n
-				continue
-			}
-			p.enc.ResetTraces(rs, ss)
-			o := e.targets.resource(rs.Resource().Attributes())
-			k := max(0, from-pos)
-			end := min(n, to-pos)
-			pos += n
-			for ; k < end; k++ {
+			for k := lo; k < hi; k++ {
 				span := spans.At(k)
-				target := e.targets.record(o, span.Attributes())
+				target := e.targets.record(p.origin, span.Attributes())
 				start := len(p.ids)
 				p.ids = ss4o.AppendSpanID(p.ids, span.TraceID(), span.SpanID())
 				// The id is known first: encode straight into the batch.
@@ -322,8 +415,7 @@ func (e *osExporter) encodeSpanRange(p *part, td ptrace.Traces, from, to int) {
 				}
 				p.refs = append(p.refs, ref{int32(ri), int32(si), int32(k)})
 			}
-		}
-	}
+		})
 }
 
 // retrySet returns, in item order, the items to hand back for retry: those

@@ -2,11 +2,14 @@ package opensearchrouted
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"runtime"
 	"testing"
 
+	"github.com/opensearchrouted/opensearchrouted/internal/routing"
 	"github.com/opensearchrouted/opensearchrouted/internal/ss4o"
+	"github.com/opensearchrouted/opensearchrouted/testbed/ossim"
 )
 
 // TestEncodeSharedMatchesSequential encodes calls large enough to be
@@ -99,5 +102,48 @@ func TestEncodeSharedMatchesSequential(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEncodeSharedSpansAndLocations encodes a shared call of spans with a
+// router and checks each item against a one-share encoding of the same
+// spans (same bytes, same record) and its location against Locate, so
+// that the chunks' items, records and locations are merged in step.
+func TestEncodeSharedSpansAndLocations(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	sim := ossim.StartT(t, ossim.Options{Nodes: 3, NoHopLatency: true, DefaultShards: 6})
+	cfg := testConfig(sim.Addrs())
+	cfg.TracesIndex = "spans"
+	e, _ := startExporter(t, cfg, signalTraces)
+	if err := e.pushTraces(context.Background(), makeSpans(0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	waitRouted(t, e, "spans")
+
+	td := makeSpans(0, 1500)
+	if k := shares(td.SpanCount()); k < 2 {
+		t.Fatalf("shares = %d: the call is not shared", k)
+	}
+	c := &call{}
+	e.encodeTraces(c, td)
+	var one part
+	e.encodeSpanRange(&one, td, 0, td.SpanCount())
+	if c.batch.Len() != 1500 || one.batch.Len() != 1500 || len(c.locs) != 1500 || !c.located {
+		t.Fatalf("%d items (one share: %d), %d locations, located %v", c.batch.Len(), one.batch.Len(), len(c.locs), c.located)
+	}
+	nodes := map[*routing.Node]bool{}
+	for it := range int32(1500) {
+		if !bytes.Equal(c.batch.Bytes(it), one.batch.Bytes(it)) || c.refs[it] != one.refs[it] {
+			t.Fatalf("item %d differs from the one-share encoding", it)
+		}
+		index, id, _ := c.batch.Item(it)
+		node, reason := e.router.Locate(index, id, "")
+		if c.locs[it] != (loc{node, reason}) || reason != routing.Routed {
+			t.Fatalf("item %d: located %v, Locate says %v %v", it, c.locs[it], node, reason)
+		}
+		nodes[node] = true
+	}
+	if len(nodes) != 3 {
+		t.Fatalf("items went to %d nodes", len(nodes))
 	}
 }

@@ -271,14 +271,16 @@ func (b *Batch) Bytes(i int32) []byte { return b.items[i].data }
 
 func (b *Batch) size(i int32) int { return len(b.items[i].data) }
 
-// Append adds every committed item of o, in order, after b's items, without
-// copying their bytes: they stay in o's arena, so o must not be modified or
-// Reset until b is Reset. Item k of o becomes item Len()+k of b. An item
-// open in b is discarded.
-func (b *Batch) Append(o *Batch) {
+// AppendRange adds o's committed items [from, to), in order, after b's
+// items, without copying their bytes: they stay in o's arena, so o must not
+// be modified or Reset until b is Reset. Item from+k of o becomes item
+// Len()+k of b. An item open in b is discarded.
+func (b *Batch) AppendRange(o *Batch, from, to int) {
 	b.Abort()
-	b.items = append(b.items, o.items...)
-	b.total += o.total
+	for _, e := range o.items[from:to] {
+		b.total += len(e.data)
+	}
+	b.items = append(b.items, o.items[from:to]...)
 }
 
 // SetID gives item i a new _id: the item is rewritten (action line and a
