@@ -253,7 +253,7 @@ func TestTimeFormatAndParse(t *testing.T) {
 		check(rng.Uint64())
 		check(rng.Uint64N(4e18))
 		// Fractions with trailing zeros (ms, µs, tenths) and leading ones.
-		for _, unit := range []uint64{10, 1e3, 1e6, 1e8} {
+		for _, unit := range []uint64{10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8} {
 			check(rng.Uint64N(4e18) / unit * unit)
 		}
 		check(rng.Uint64N(4e9)*1e9 + rng.Uint64N(1000))
