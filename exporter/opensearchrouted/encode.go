@@ -228,12 +228,13 @@ func (c *call) encodeShared(n int, r *routing.Router, encodeRange func(p *part, 
 // merge appends the items of parts, chunk by chunk in chunk order, to c's
 // batch and per-item slices.
 func (c *call) merge(parts []*part, chunks int) {
-	var next [8]int // per part: its next chunkSpan
-	cursor := next[:0]
-	if len(parts) > len(next) {
-		cursor = make([]int, 0, len(parts))
+	var buf [8]int
+	cursor := buf[:0] // per part: its next chunkSpan
+	if len(parts) <= len(buf) {
+		cursor = buf[:len(parts)]
+	} else {
+		cursor = make([]int, len(parts))
 	}
-	cursor = cursor[:len(parts)]
 	for ch := int32(0); ch < int32(chunks); ch++ {
 		for i, p := range parts {
 			if cursor[i] == len(p.chunks) || p.chunks[cursor[i]].chunk != ch {
