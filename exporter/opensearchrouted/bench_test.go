@@ -215,11 +215,17 @@ func benchExporter(b *testing.B, sig signal, routingOn bool) *osExporter {
 }
 
 func benchExporterCluster(b *testing.B, sig signal, routingOn bool) (*osExporter, *minimalCluster) {
+	return benchExporterTelemetry(b, sig, routingOn, false)
+}
+
+// benchExporterTelemetry is benchExporterCluster with the collector's
+// telemetry at level detailed (detailed) or at its default, normal.
+func benchExporterTelemetry(b *testing.B, sig signal, routingOn, detailed bool) (*osExporter, *minimalCluster) {
 	m := newMinimalCluster(b, 3, "bench")
 	cfg := testConfig(m.urls())
 	cfg.LogsIndex, cfg.TracesIndex = "bench", "bench"
 	cfg.Routing.Enabled = routingOn
-	e, _ := startExporter(b, cfg, sig)
+	e, _ := startExporterTelemetry(b, cfg, sig, detailed)
 	if routingOn {
 		waitRouted(b, e, "bench")
 	}
@@ -231,6 +237,17 @@ func benchExporterCluster(b *testing.B, sig signal, routingOn bool) (*osExporter
 // minimal work, parse the response; 1,000 records per call.
 func BenchmarkPushLogs(b *testing.B) {
 	e := benchExporter(b, signalLogs, true)
+	ld := makeLogs(0, benchPer)
+	benchPush(b, func(ctx context.Context) error { return e.pushLogs(ctx, ld) })
+}
+
+// BenchmarkPushLogsDetailedTelemetry is BenchmarkPushLogs with the
+// collector's telemetry at level detailed, where the HTTP client's own
+// metrics (otelhttp: http.client.request.duration, body sizes) are
+// recorded for every request; at the default level the collector drops
+// them, as the other benchmarks do.
+func BenchmarkPushLogsDetailedTelemetry(b *testing.B) {
+	e, _ := benchExporterTelemetry(b, signalLogs, true, true)
 	ld := makeLogs(0, benchPer)
 	benchPush(b, func(ctx context.Context) error { return e.pushLogs(ctx, ld) })
 }

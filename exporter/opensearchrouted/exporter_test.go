@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/opensearchrouted/opensearchrouted/internal/bulk"
 	"github.com/opensearchrouted/opensearchrouted/testbed/ossim"
@@ -346,3 +347,36 @@ func TestConfigValidate(t *testing.T) {
 }
 
 var _ = plog.NewLogs
+
+// TestTelemetryLevels checks the two telemetry setups the tests and
+// benchmarks use: at the collector's default level the HTTP client's own
+// metrics (otelhttp, whose meter the collector's default views drop below
+// level detailed) record nothing, while the exporter's own metrics are
+// kept; at level detailed both are recorded.
+func TestTelemetryLevels(t *testing.T) {
+	sim := ossim.StartT(t, ossim.Options{Nodes: 1, NoHopLatency: true})
+	for _, detailed := range []bool{false, true} {
+		cfg := testConfig(sim.Addrs())
+		cfg.LogsIndex = "levels"
+		e, reader := startExporterTelemetry(t, cfg, signalLogs, detailed)
+		if err := e.pushLogs(context.Background(), makeLogs(0, 5)); err != nil {
+			t.Fatal(err)
+		}
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		httpMetrics, own := 0, 0
+		for _, sm := range rm.ScopeMetrics {
+			switch {
+			case sm.Scope.Name == otelhttpMeter:
+				httpMetrics += len(sm.Metrics)
+			case strings.Contains(sm.Scope.Name, "opensearchrouted"):
+				own += len(sm.Metrics)
+			}
+		}
+		if own == 0 || (httpMetrics > 0) != detailed {
+			t.Fatalf("detailed=%v: %d otelhttp metrics, %d of the exporter's", detailed, httpMetrics, own)
+		}
+	}
+}

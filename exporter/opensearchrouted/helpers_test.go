@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -39,12 +40,31 @@ func testConfig(endpoints []string) *Config {
 }
 
 // startExporter builds and starts an exporter directly (no queue), with a
-// manual metric reader.
+// manual metric reader, its telemetry configured as a collector's is by
+// default (level normal).
 func startExporter(t testing.TB, cfg *Config, sig signal) (*osExporter, *sdkmetric.ManualReader) {
+	return startExporterTelemetry(t, cfg, sig, false)
+}
+
+// otelhttpMeter is the meter of the HTTP client instrumentation that
+// confighttp wraps every client in.
+const otelhttpMeter = "go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+
+// startExporterTelemetry is startExporter with the collector's telemetry at
+// level detailed (detailed) or normal. Below detailed the collector's
+// default views drop every otelhttp metric (http.client.*), so at level
+// normal its instruments record nothing; the same view is applied here.
+func startExporterTelemetry(t testing.TB, cfg *Config, sig signal, detailed bool) (*osExporter, *sdkmetric.ManualReader) {
 	t.Helper()
 	set := exportertest.NewNopSettings(metadata.Type)
 	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	opts := []sdkmetric.Option{sdkmetric.WithReader(reader)}
+	if !detailed {
+		opts = append(opts, sdkmetric.WithView(sdkmetric.NewView(
+			sdkmetric.Instrument{Scope: instrumentation.Scope{Name: otelhttpMeter}},
+			sdkmetric.Stream{Aggregation: sdkmetric.AggregationDrop{}})))
+	}
+	mp := sdkmetric.NewMeterProvider(opts...)
 	set.MeterProvider = mp
 	e, err := newExporter(cfg, set, sig)
 	if err != nil {
