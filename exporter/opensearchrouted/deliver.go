@@ -44,6 +44,8 @@ func (e *osExporter) putCall(c *call) {
 }
 
 func (e *osExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
+	e.workers.enter()
+	defer e.workers.leave()
 	c := e.getCall()
 	defer e.putCall(c)
 	e.encodeLogs(c, ld)
@@ -55,6 +57,8 @@ func (e *osExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 }
 
 func (e *osExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
+	e.workers.enter()
+	defer e.workers.leave()
 	c := e.getCall()
 	defer e.putCall(c)
 	e.encodeTraces(c, td)

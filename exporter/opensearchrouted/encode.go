@@ -162,9 +162,10 @@ func shares(n int) int {
 const chunkRecords = 64
 
 // waitSpin bounds how long the caller, out of chunks to claim, yields
-// instead of blocking while other shares finish theirs: a blocked
-// goroutine's core may go idle, and waking an idle virtual CPU takes
-// around 100 µs, several chunks' worth.
+// instead of blocking while other shares finish theirs, and how long a
+// worker that has finished a job yields before it parks (see workers): a
+// blocked goroutine's core may go idle, and waking an idle virtual CPU
+// takes around 100 µs, several chunks' worth.
 const waitSpin = 100 * time.Microsecond
 
 // sharing is one shared call's work list. Each call has its own: a share
@@ -176,13 +177,13 @@ type sharing struct {
 }
 
 // encodeShared encodes records [0, n), locating each item through r (none
-// when r is nil). A large call is cut into chunks of chunkRecords that k =
+// when r is nil), starting the other shares through spawn. A large call is cut into chunks of chunkRecords that k =
 // shares(n) parts claim in turn, the caller's share at once and the others
 // as their goroutines start (a goroutine may start late: the cores may be
 // busy or idle and slow to wake), so none waits for another to begin. The
 // chunks' items are then appended to c's batch in chunk order, so item
 // numbers follow the records' order.
-func (c *call) encodeShared(n int, r *routing.Router, encodeRange func(p *part, from, to int)) {
+func (c *call) encodeShared(n int, r *routing.Router, spawn func(func()), encodeRange func(p *part, from, to int)) {
 	k := shares(n)
 	if k == 1 {
 		encodeRange(&c.part, 0, n)
@@ -211,7 +212,7 @@ func (c *call) encodeShared(n int, r *routing.Router, encodeRange func(p *part, 
 		}
 	}
 	for _, p := range c.extra[1:k] {
-		go work(p)
+		spawn(func() { work(p) })
 	}
 	work(c.extra[0])
 	for start := time.Now(); sh.done.Load() < sh.total; {
@@ -287,7 +288,7 @@ func (c *call) numberRepeats(r *routing.Router) {
 // encodeLogs turns every log record into a bulk item with its id and
 // location.
 func (e *osExporter) encodeLogs(c *call, ld plog.Logs) {
-	c.encodeShared(ld.LogRecordCount(), e.router, func(p *part, from, to int) { e.encodeLogRange(p, ld, from, to) })
+	c.encodeShared(ld.LogRecordCount(), e.router, e.workers.run, func(p *part, from, to int) { e.encodeLogRange(p, ld, from, to) })
 	c.numberRepeats(e.router)
 }
 
@@ -385,7 +386,7 @@ func binaryPutRandom(h *[16]byte) {
 // encodeTraces turns every span into a bulk item with id trace id + span id
 // and its location.
 func (e *osExporter) encodeTraces(c *call, td ptrace.Traces) {
-	c.encodeShared(td.SpanCount(), e.router, func(p *part, from, to int) { e.encodeSpanRange(p, td, from, to) })
+	c.encodeShared(td.SpanCount(), e.router, e.workers.run, func(p *part, from, to int) { e.encodeSpanRange(p, td, from, to) })
 }
 
 // encodeSpanRange encodes the spans whose position in td is in [from, to).

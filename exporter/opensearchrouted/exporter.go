@@ -48,7 +48,7 @@ type osExporter struct {
 
 	calls   sync.Pool // *call
 	targets targetCache
-	workers *workers // run a round's sub-bulks
+	workers *workers // run a call's encoding shares and sub-bulks
 }
 
 func newExporter(cfg *Config, set exporter.Settings, sig signal) (*osExporter, error) {
@@ -59,7 +59,7 @@ func newExporter(cfg *Config, set exporter.Settings, sig signal) (*osExporter, e
 	if err != nil {
 		return nil, err
 	}
-	e := &osExporter{cfg: cfg, set: set, log: set.Logger, signal: sig, workers: newWorkers(maxIdleWorkers)}
+	e := &osExporter{cfg: cfg, set: set, log: set.Logger, signal: sig, workers: newWorkers(maxIdleWorkers, waitSpin)}
 	e.tel = newTelemetry(tb, sig)
 	e.targets.init(cfg, sig)
 	return e, nil
@@ -82,7 +82,8 @@ func (e *osExporter) start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
-// maxIdleWorkers bounds the sub-bulk workers kept parked between rounds.
+// maxIdleWorkers bounds the workers (encoding shares, sub-bulks) kept parked
+// between calls.
 const maxIdleWorkers = 64
 
 func (e *osExporter) shutdown(context.Context) error {

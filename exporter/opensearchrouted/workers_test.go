@@ -2,6 +2,7 @@ package opensearchrouted
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -19,7 +20,7 @@ func waitIdle(t *testing.T, w *workers, n int32) {
 }
 
 func TestWorkersReuseParked(t *testing.T) {
-	w := newWorkers(4)
+	w := newWorkers(4, 0)
 	defer w.close()
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -34,7 +35,7 @@ func TestWorkersReuseParked(t *testing.T) {
 }
 
 func TestWorkersConcurrentAndCapped(t *testing.T) {
-	w := newWorkers(2)
+	w := newWorkers(2, 0)
 	release := make(chan struct{})
 	var started, done sync.WaitGroup
 	const n = 6
@@ -60,7 +61,7 @@ func TestWorkersConcurrentAndCapped(t *testing.T) {
 }
 
 func TestWorkersRunAfterClose(t *testing.T) {
-	w := newWorkers(1)
+	w := newWorkers(1, 0)
 	w.close()
 	ran := make(chan struct{})
 	w.run(func() { close(ran) })
@@ -74,4 +75,90 @@ func TestWorkersRunAfterClose(t *testing.T) {
 	nilW.run(func() { close(ran2) })
 	<-ran2
 	nilW.close()
+}
+
+// TestWorkersSpinTakesNextJob: a worker that has just finished a job
+// takes the next one while it spins, without a new goroutine and without
+// parking; with more than one call in progress it parks at once instead.
+func TestWorkersSpinTakesNextJob(t *testing.T) {
+	w := newWorkers(4, 300*time.Millisecond)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	w.run(wg.Done)
+	wg.Wait()
+	wg.Add(1)
+	w.run(wg.Done)
+	wg.Wait()
+	if got := w.started.Load(); got != 1 {
+		t.Fatalf("%d worker goroutines started, want 1 (the spinning one takes the second job)", got)
+	}
+	if got := w.idle.Load(); got != 0 {
+		t.Fatalf("%d workers parked while one should be spinning", got)
+	}
+	start := time.Now()
+	w.close()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("close took %v", d)
+	}
+
+	busy := newWorkers(4, time.Hour)
+	defer busy.close()
+	busy.enter()
+	busy.enter()
+	wg.Add(1)
+	busy.run(wg.Done)
+	wg.Wait()
+	waitIdle(t, busy, 1) // parked, not spinning for an hour
+	busy.leave()
+	busy.leave()
+}
+
+// TestWorkersSpinNeverLosesAJob gives jobs at every moment of short spins,
+// from several goroutines: every job runs exactly once.
+func TestWorkersSpinNeverLosesAJob(t *testing.T) {
+	w := newWorkers(2, 20*time.Microsecond)
+	defer w.close()
+	var ran atomic.Int64
+	var wg sync.WaitGroup
+	const givers, jobs = 4, 2000
+	for g := 0; g < givers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var done sync.WaitGroup
+			for i := 0; i < jobs; i++ {
+				done.Add(1)
+				w.run(func() {
+					ran.Add(1)
+					done.Done()
+				})
+				if i%3 == 0 {
+					done.Wait() // let the worker finish and spin
+				}
+				if i%7 == 0 {
+					time.Sleep(time.Duration(i%40) * time.Microsecond)
+				}
+			}
+			done.Wait()
+		}()
+	}
+	finished := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("jobs lost: %d of %d ran", ran.Load(), givers*jobs)
+	}
+	if got := ran.Load(); got != givers*jobs {
+		t.Fatalf("%d jobs ran, want %d", got, givers*jobs)
+	}
+	w.close()
+	w.spinMu.Lock()
+	defer w.spinMu.Unlock()
+	if len(w.ready) != 0 || w.spinning != 0 {
+		t.Fatalf("after close: %d jobs waiting for a spinning worker, %d spinning", len(w.ready), w.spinning)
+	}
 }
