@@ -19,10 +19,11 @@ import (
 // ref locates an item's record in the call's pdata.
 type ref struct{ r, s, i int32 }
 
-// part encodes a share of one call's records into bulk items. Every call
-// encodes into its own part; a large call also hands shares to extra parts,
-// encoded at the same time, whose items are then appended to the call's
-// batch (without copying them). A part is used by one goroutine at a time.
+// part encodes a share of one call's records into bulk items. A small call
+// encodes into its own part; a large one is encoded by several extra parts
+// at the same time, whose items are then appended to the call's batch in
+// record order (without copying their bytes). A part is used by one
+// goroutine at a time.
 type part struct {
 	batch bulk.Batch
 	enc   ss4o.Encoder // resource and scope encoded once per ScopeLogs/ScopeSpans
@@ -177,12 +178,12 @@ type sharing struct {
 }
 
 // encodeShared encodes records [0, n), locating each item through r (none
-// when r is nil), starting the other shares through spawn. A large call is cut into chunks of chunkRecords that k =
-// shares(n) parts claim in turn, the caller's share at once and the others
-// as their goroutines start (a goroutine may start late: the cores may be
-// busy or idle and slow to wake), so none waits for another to begin. The
-// chunks' items are then appended to c's batch in chunk order, so item
-// numbers follow the records' order.
+// when r is nil). A large call is cut into chunks of chunkRecords that k =
+// shares(n) parts claim in turn: the caller's share at once, the others,
+// started through spawn, as soon as they run (one may start late: the cores
+// may be busy, or idle and slow to wake), so none waits for another to
+// begin. The chunks' items are then appended to c's batch in chunk order,
+// so item numbers follow the records' order.
 func (c *call) encodeShared(n int, r *routing.Router, spawn func(func()), encodeRange func(p *part, from, to int)) {
 	k := shares(n)
 	if k == 1 {

@@ -15,11 +15,13 @@ import (
 // goroutine, which parks after its job unless maxIdle workers are parked
 // already.
 //
-// A worker that finishes a job first yields for up to spin, taking any job
-// given meanwhile, and parks only then. A call hands out work in bursts (its
-// encoding shares, then its sub-bulks, then the next call's shares), and a
-// parked goroutine's core may go idle: waking an idle virtual CPU takes
-// around 100 µs, longer than the gaps between those bursts.
+// A worker that finishes a job may first yield for up to spin, taking any
+// job given meanwhile, and park only then: one worker at a time, and only
+// while at most one call is in progress (enter, leave). A call hands out
+// work in bursts (its encoding shares, then its sub-bulks, then the next
+// call's shares), and a parked goroutine's core may go idle: waking an idle
+// virtual CPU takes around 100 µs, longer than the gaps between the bursts.
+// With more calls in progress their own work keeps the cores busy.
 type workers struct {
 	handoff chan func() // to a parked worker
 	stop    chan struct{}
@@ -55,6 +57,8 @@ func (w *workers) leave() {
 	}
 }
 
+// newWorkers keeps up to maxIdle workers parked; a worker spins for up to
+// spin (0: never) before it parks.
 func newWorkers(maxIdle int, spin time.Duration) *workers {
 	return &workers{handoff: make(chan func()), stop: make(chan struct{}), maxIdle: int32(maxIdle), spin: spin}
 }
