@@ -140,17 +140,7 @@ func (b *Batch) OpenSource(buf []byte) []byte {
 // characters that need no JSON escaping, and not be empty; otherwise the
 // item is discarded with an error.
 func (b *Batch) CommitID(buf []byte, id string) (int32, error) {
-	if !b.open || b.idLen < 0 {
-		b.Abort()
-		return -1, errors.New("bulk: CommitID without BeginSized")
-	}
-	if len(id) == 0 || len(id) != b.idLen || !jsonstr.Plain(id) || len(buf) < b.srcStart {
-		b.Abort()
-		return -1, fmt.Errorf("bulk: an id of %d bytes (or with characters to escape) does not fit the %d plain bytes reserved", len(id), b.idLen)
-	}
-	copy(buf[b.start+b.idAt:], id)
-	b.id = id
-	return b.Commit(buf)
+	return b.commitSized("CommitID", buf, id, true)
 }
 
 // CommitCompact is CommitID for a caller that guarantees the two things
@@ -161,17 +151,25 @@ func (b *Batch) CommitID(buf []byte, id string) (int32, error) {
 // does not start with '{'. A source that breaks the promise would split its
 // item's line and make the server misread the items after it.
 func (b *Batch) CommitCompact(buf []byte, id string) (int32, error) {
+	return b.commitSized("CommitCompact", buf, id, false)
+}
+
+// commitSized writes id in the place BeginSized reserved and closes the
+// item; scan: check id's characters and rewrite the source's raw newlines
+// (CommitID), or trust both (CommitCompact). name is the caller's, for
+// errors.
+func (b *Batch) commitSized(name string, buf []byte, id string, scan bool) (int32, error) {
 	if !b.open || b.idLen < 0 {
 		b.Abort()
-		return -1, errors.New("bulk: CommitCompact without BeginSized")
+		return -1, fmt.Errorf("bulk: %s without BeginSized", name)
 	}
-	if len(id) == 0 || len(id) != b.idLen || len(buf) < b.srcStart {
+	if len(id) == 0 || len(id) != b.idLen || (scan && !jsonstr.Plain(id)) || len(buf) < b.srcStart {
 		b.Abort()
-		return -1, fmt.Errorf("bulk: an id of %d bytes does not fit the %d bytes reserved", len(id), b.idLen)
+		return -1, fmt.Errorf("bulk: an id of %d bytes (or with characters to escape) does not fit the %d plain bytes reserved", len(id), b.idLen)
 	}
 	copy(buf[b.start+b.idAt:], id)
 	b.id = id
-	return b.commit(buf, false)
+	return b.commit(buf, scan)
 }
 
 // Commit closes the item opened by Begin: buf is the slice Begin returned
