@@ -27,7 +27,7 @@ var safe = func() (t [256]bool) {
 func Append(dst []byte, s string) []byte {
 	// Most strings need no escaping at all: they are copied in one go.
 	if !Plain(s) {
-		return appendSlow(dst, s, 0)
+		return appendSlow(dst, s)
 	}
 	n := len(dst)
 	dst = slices.Grow(dst, len(s)+2)[:n+len(s)+2]
@@ -37,10 +37,10 @@ func Append(dst []byte, s string) []byte {
 	return dst
 }
 
-// appendSlow is Append for a string whose first i bytes need no escaping.
-func appendSlow(dst []byte, s string, i int) []byte {
+// appendSlow is Append for a string that needs escaping somewhere.
+func appendSlow(dst []byte, s string) []byte {
 	dst = append(dst, '"')
-	start := 0
+	start, i := 0, 0
 	for i < len(s) {
 		if i+8 <= len(s) && cleanWord(word(s, i)) {
 			i += 8
