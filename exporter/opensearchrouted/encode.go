@@ -185,13 +185,17 @@ type sharing struct {
 // begin. The chunks' items are then appended to c's batch in chunk order,
 // so item numbers follow the records' order.
 func (c *call) encodeShared(n int, r *routing.Router, spawn func(func()), encodeRange func(p *part, from, to int)) {
-	k := shares(n)
-	if k == 1 {
+	if k := shares(n); k == 1 {
 		encodeRange(&c.part, 0, n)
 		c.part.locate(r, 0)
-		c.located = r != nil && len(c.locs) == c.batch.Len()
-		return
+	} else {
+		c.encodeChunks(n, k, r, spawn, encodeRange)
 	}
+	c.located = r != nil && len(c.locs) == c.batch.Len()
+}
+
+// encodeChunks is encodeShared for k > 1 shares.
+func (c *call) encodeChunks(n, k int, r *routing.Router, spawn func(func()), encodeRange func(p *part, from, to int)) {
 	for len(c.extra) < k {
 		c.extra = append(c.extra, new(part))
 	}
@@ -224,7 +228,6 @@ func (c *call) encodeShared(n int, r *routing.Router, spawn func(func()), encode
 		runtime.Gosched()
 	}
 	c.merge(c.extra[:k], int(sh.total))
-	c.located = r != nil && len(c.locs) == c.batch.Len()
 }
 
 // merge appends the items of parts, chunk by chunk in chunk order, to c's
