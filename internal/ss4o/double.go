@@ -216,9 +216,7 @@ func appendShortest(dst []byte, v float64, dot bool) ([]byte, bool) {
 		} else {
 			dst = append(dst, '+')
 		}
-		if x < 10 {
-			dst = append(dst, '0', byte('0'+x))
-		} else if x < 100 {
+		if x < 100 { // at least two digits, as strconv writes them
 			dst = append(dst, pairs[2*x], pairs[2*x+1])
 		} else {
 			dst = append(dst, byte('0'+x/100), pairs[2*(x%100)], pairs[2*(x%100)+1])
