@@ -2,14 +2,12 @@ package opensearchrouted
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"runtime"
 	"testing"
 
 	"github.com/opensearchrouted/opensearchrouted/internal/routing"
 	"github.com/opensearchrouted/opensearchrouted/internal/ss4o"
-	"github.com/opensearchrouted/opensearchrouted/testbed/ossim"
 )
 
 // TestEncodeSharedMatchesSequential encodes calls large enough to be
@@ -111,14 +109,7 @@ func TestEncodeSharedMatchesSequential(t *testing.T) {
 // that the chunks' items, records and locations are merged in step.
 func TestEncodeSharedSpansAndLocations(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	sim := ossim.StartT(t, ossim.Options{Nodes: 3, NoHopLatency: true, DefaultShards: 6})
-	cfg := testConfig(sim.Addrs())
-	cfg.TracesIndex = "spans"
-	e, _ := startExporter(t, cfg, signalTraces)
-	if err := e.pushTraces(context.Background(), makeSpans(0, 10)); err != nil {
-		t.Fatal(err)
-	}
-	waitRouted(t, e, "spans")
+	_, e := startRoutedEmulator(t, signalTraces, "spans")
 
 	td := makeSpans(0, 1500)
 	if k := shares(td.SpanCount()); k < 2 {

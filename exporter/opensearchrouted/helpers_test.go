@@ -25,6 +25,7 @@ import (
 
 	"github.com/opensearchrouted/opensearchrouted/exporter/opensearchrouted/internal/metadata"
 	"github.com/opensearchrouted/opensearchrouted/internal/routing"
+	"github.com/opensearchrouted/opensearchrouted/testbed/ossim"
 )
 
 // testConfig returns a valid config for the given endpoints, with fast
@@ -80,6 +81,28 @@ func startExporterTelemetry(t testing.TB, cfg *Config, sig signal, detailed bool
 		_ = mp.Shutdown(context.Background())
 	})
 	return e, reader
+}
+
+// startRoutedEmulator starts a 3-node emulator whose new indices get 6
+// primaries and an exporter of sig writing to index there, pushes one
+// record to create the index, and waits until the router knows it.
+func startRoutedEmulator(t testing.TB, sig signal, index string) (*ossim.Cluster, *osExporter) {
+	t.Helper()
+	sim := ossim.StartT(t, ossim.Options{Nodes: 3, NoHopLatency: true, DefaultShards: 6})
+	cfg := testConfig(sim.Addrs())
+	cfg.LogsIndex, cfg.TracesIndex = index, index
+	e, _ := startExporter(t, cfg, sig)
+	var err error
+	if sig == signalTraces {
+		err = e.pushTraces(context.Background(), makeSpans(1_000_000, 1))
+	} else {
+		err = e.pushLogs(context.Background(), makeLogs(1_000_000, 1))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRouted(t, e, index)
+	return sim, e
 }
 
 // waitRouted waits until the router knows target.

@@ -157,14 +157,7 @@ func TestShutdownLeavesNoGoroutines(t *testing.T) {
 // own numbered ids) and every item, the re-identified repeats included,
 // goes straight to its primary's node.
 func TestRepeatsRoutedEmulator(t *testing.T) {
-	sim := ossim.StartT(t, ossim.Options{Nodes: 3, NoHopLatency: true, DefaultShards: 6})
-	cfg := testConfig(sim.Addrs())
-	cfg.LogsIndex = "repeats"
-	e, _ := startExporter(t, cfg, signalLogs)
-	if err := e.pushLogs(context.Background(), makeLogs(1_000_000, 1)); err != nil {
-		t.Fatal(err)
-	}
-	waitRouted(t, e, "repeats")
+	sim, e := startRoutedEmulator(t, signalLogs, "repeats")
 	sim.ResetStats()
 	ld := makeLogs(0, 1500)
 	for r := 4; r < 6; r++ { // records 0..249 three times over
