@@ -219,18 +219,27 @@ func (e *osExporter) round(ctx context.Context, c *call) error {
 	}
 
 	// Every job but the first on a worker; the first on this goroutine,
-	// whose stack has already grown.
+	// whose stack has already grown. Done with its own, this goroutine
+	// yields for a while before it blocks (see workers): blocked, it would
+	// leave its core idle, and the worker finishing the last job would
+	// wake it onto that worker's core, where the next call's encoding then
+	// runs beside the spinning worker while the other core sleeps.
 	var wg sync.WaitGroup
+	c.left.Store(int32(len(c.jobs) - 1))
 	for i := 1; i < len(c.jobs); i++ {
 		wg.Add(1)
 		j := &c.jobs[i]
 		e.workers.run(func() {
 			defer wg.Done()
 			e.run(ctx, c, j)
+			c.left.Add(-1)
 		})
 	}
 	if len(c.jobs) > 0 {
 		e.run(ctx, c, &c.jobs[0])
+	}
+	if e.workers.alone() {
+		yieldFor(waitSpin, func() bool { return c.left.Load() == 0 })
 	}
 	wg.Wait()
 	for i := range c.jobs {

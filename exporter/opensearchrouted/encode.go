@@ -121,6 +121,7 @@ type call struct {
 	unrouted      []int32
 	subs          [][]int32
 	jobs          []job
+	left          atomic.Int32 // jobs of the round still running on workers
 	reasons       [16]int
 }
 
@@ -163,10 +164,11 @@ func shares(n int) int {
 const chunkRecords = 64
 
 // waitSpin bounds how long the caller, out of chunks to claim, yields
-// instead of blocking while other shares finish theirs, and how long a
-// worker that has finished a job yields before it parks (see workers): a
-// blocked goroutine's core may go idle, and waking an idle virtual CPU
-// takes around 100 µs, several chunks' worth.
+// instead of blocking while other shares finish theirs, how long it yields
+// for the round's other sub-bulks once its own is sent, and how long a
+// worker yields after the last job or call ended before it parks (see
+// workers): a blocked goroutine's core may go idle, and waking an idle
+// virtual CPU takes around 100 µs, several chunks' worth.
 const waitSpin = 100 * time.Microsecond
 
 // sharing is one shared call's work list. Each call has its own: a share
@@ -220,12 +222,8 @@ func (c *call) encodeChunks(n, k int, r *routing.Router, spawn func(func()), enc
 		spawn(func() { work(p) })
 	}
 	work(c.extra[0])
-	for start := time.Now(); sh.done.Load() < sh.total; {
-		if time.Since(start) > waitSpin {
-			<-sh.finished
-			break
-		}
-		runtime.Gosched()
+	if !yieldFor(waitSpin, func() bool { return sh.done.Load() == sh.total }) {
+		<-sh.finished
 	}
 	c.merge(c.extra[:k], int(sh.total))
 }

@@ -15,13 +15,18 @@ import (
 // goroutine, which parks after its job unless maxIdle workers are parked
 // already.
 //
-// A worker that finishes a job may first yield for up to spin, taking any
-// job given meanwhile, and park only then: one worker at a time, and only
+// A worker that finishes a job may first yield, taking any job given
+// meanwhile, and park only once spin has passed since the last job or call
+// ended (a later one extends the spin): one worker at a time, and only
 // while at most one call is in progress (enter, leave). A call hands out
 // work in bursts (its encoding shares, then its sub-bulks, then the next
 // call's shares), and a parked goroutine's core may go idle: waking an idle
 // virtual CPU takes around 100 µs, longer than the gaps between the bursts.
-// With more calls in progress their own work keeps the cores busy.
+// The spin runs from the last activity, not from its own start: the first
+// worker to finish a call's sub-bulks would otherwise stop spinning before
+// the call's slowest sub-bulk returns, and the next call's encoding share
+// would wait for a parked worker's core to wake. With more calls in
+// progress their own work keeps the cores busy.
 type workers struct {
 	handoff chan func() // to a parked worker
 	stop    chan struct{}
@@ -36,6 +41,9 @@ type workers struct {
 	readyN   atomic.Int32 // len(ready), for the spinning workers to poll
 
 	calls atomic.Int32 // export calls in progress (enter, leave)
+
+	clock    func() time.Duration // monotonic; tests replace it
+	lastDone atomic.Int64         // clock() when a job or a call last ended
 
 	mu      sync.Mutex
 	stopped bool
@@ -53,14 +61,27 @@ func (w *workers) enter() {
 
 func (w *workers) leave() {
 	if w != nil {
+		w.active()
 		w.calls.Add(-1)
 	}
 }
 
+// alone reports whether at most one export call is in progress: only then
+// do its goroutines yield instead of blocking (spinFor, and the caller's
+// waits). With more, the calls' own work keeps the cores busy and a
+// yielding goroutine would only take turns from it.
+func (w *workers) alone() bool { return w != nil && w.calls.Load() <= 1 }
+
+// active records that a job or a call has just ended: a spinning worker
+// spins on for spin from now.
+func (w *workers) active() { w.lastDone.Store(int64(w.clock())) }
+
 // newWorkers keeps up to maxIdle workers parked; a worker spins for up to
 // spin (0: never) before it parks.
 func newWorkers(maxIdle int, spin time.Duration) *workers {
-	return &workers{handoff: make(chan func()), stop: make(chan struct{}), maxIdle: int32(maxIdle), spin: spin}
+	epoch := time.Now()
+	return &workers{handoff: make(chan func()), stop: make(chan struct{}), maxIdle: int32(maxIdle), spin: spin,
+		clock: func() time.Duration { return time.Since(epoch) }}
 }
 
 // run runs f on a spinning or parked worker or, when none is free, on a
@@ -122,13 +143,13 @@ func (w *workers) take(last bool) func() {
 	return nil
 }
 
-// spinFor yields for up to w.spin and returns a job given meanwhile, or
-// nil.
+// spinFor yields until w.spin has passed since the last activity (see
+// active) and returns a job given meanwhile, or nil.
 func (w *workers) spinFor() func() {
 	if w.spin <= 0 {
 		return nil
 	}
-	if w.calls.Load() > 1 {
+	if !w.alone() {
 		return nil // other calls keep the cores busy
 	}
 	w.spinMu.Lock()
@@ -138,12 +159,13 @@ func (w *workers) spinFor() func() {
 	}
 	w.spinning++
 	w.spinMu.Unlock()
-	for start := time.Now(); time.Since(start) < w.spin; runtime.Gosched() {
+	for int64(w.clock())-w.lastDone.Load() < int64(w.spin) {
 		if w.readyN.Load() > 0 {
 			if f := w.take(false); f != nil {
 				return f
 			}
 		}
+		runtime.Gosched()
 	}
 	return w.take(true)
 }
@@ -152,6 +174,7 @@ func (w *workers) loop(f func()) {
 	defer w.wg.Done()
 	for {
 		f()
+		w.active()
 		if g := w.spinFor(); g != nil {
 			f = g
 			continue
@@ -182,4 +205,15 @@ func (w *workers) close() {
 	}
 	w.mu.Unlock()
 	w.wg.Wait()
+}
+
+// yieldFor yields the processor until done reports true or d has passed,
+// and says whether done did.
+func yieldFor(d time.Duration, done func() bool) bool {
+	for start := time.Now(); !done(); runtime.Gosched() {
+		if time.Since(start) >= d {
+			return false
+		}
+	}
+	return true
 }

@@ -162,3 +162,111 @@ func TestWorkersSpinNeverLosesAJob(t *testing.T) {
 		t.Fatalf("after close: %d jobs waiting for a spinning worker, %d spinning", len(w.ready), w.spinning)
 	}
 }
+
+// fakeClock is a workers clock the test moves by hand.
+type fakeClock struct{ now atomic.Int64 }
+
+func (c *fakeClock) read() time.Duration { return time.Duration(c.now.Load()) }
+func (c *fakeClock) set(d time.Duration) { c.now.Store(int64(d)) }
+func withClock(w *workers) *fakeClock    { c := &fakeClock{}; w.clock = c.read; return c }
+
+// waitSpinning waits until n workers spin: each has recorded the end of
+// its job (active) before it started to.
+func waitSpinning(t *testing.T, w *workers, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		w.spinMu.Lock()
+		got := w.spinning - len(w.ready)
+		w.spinMu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d workers spinning, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// stillSpinning checks that w has n parked workers for a while: a worker
+// whose spin is over parks within microseconds.
+func stillSpinning(t *testing.T, w *workers, n int32, why string) {
+	t.Helper()
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if got := w.idle.Load(); got != n {
+			t.Fatalf("%d workers parked, want %d: %s", got, n, why)
+		}
+	}
+}
+
+// TestWorkersSpinRunsFromLastActivity: a spinning worker spins on until
+// spin has passed since the last job ended, not since its own: the first of
+// two workers to finish still takes a job given after its own spin would
+// have run out, because the second finished later; once nothing has ended
+// for spin, it parks.
+func TestWorkersSpinRunsFromLastActivity(t *testing.T) {
+	w := newWorkers(4, 100*time.Second)
+	clock := withClock(w)
+	defer w.close()
+	first, second := make(chan struct{}), make(chan struct{})
+	var done sync.WaitGroup
+	done.Add(2)
+	w.run(func() { <-first; done.Done() })
+	w.run(func() { <-second; done.Done() })
+	close(first) // ends at 0: this worker spins
+	waitSpinning(t, w, 1)
+	clock.set(60 * time.Second)
+	close(second) // ends at 60 s: this one parks (one spinner at a time)
+	done.Wait()
+	waitIdle(t, w, 1)
+	clock.set(120 * time.Second) // past 0 + spin, before 60 s + spin
+	stillSpinning(t, w, 1, "the spinner stopped although a job ended less than spin ago")
+	ran := make(chan struct{})
+	w.run(func() { close(ran) })
+	<-ran
+	if got := w.started.Load(); got != 2 {
+		t.Fatalf("%d worker goroutines started, want 2", got)
+	}
+	waitSpinning(t, w, 1) // the job ended at 120 s: it spins again
+	stillSpinning(t, w, 1, "the spinner stopped although its job ended less than spin ago")
+	clock.set(400 * time.Second)
+	waitIdle(t, w, 2) // nothing ended for spin: the spinner parks too
+}
+
+// TestWorkersLeaveExtendsSpin: the end of a call counts as activity too.
+func TestWorkersLeaveExtendsSpin(t *testing.T) {
+	w := newWorkers(4, 100*time.Second)
+	clock := withClock(w)
+	defer w.close()
+	w.enter()
+	var done sync.WaitGroup
+	done.Add(1)
+	w.run(done.Done) // ends at 0
+	done.Wait()
+	waitSpinning(t, w, 1)
+	clock.set(60 * time.Second)
+	w.leave()
+	clock.set(120 * time.Second)
+	stillSpinning(t, w, 0, "the worker parked although a call ended less than spin ago")
+	clock.set(161 * time.Second)
+	waitIdle(t, w, 1)
+}
+
+func TestYieldFor(t *testing.T) {
+	var n atomic.Int32
+	go func() {
+		time.Sleep(time.Millisecond)
+		n.Store(1)
+	}()
+	if !yieldFor(10*time.Second, func() bool { return n.Load() == 1 }) {
+		t.Fatal("yieldFor gave up although done became true")
+	}
+	start := time.Now()
+	if yieldFor(20*time.Millisecond, func() bool { return false }) {
+		t.Fatal("yieldFor reported done for a condition that never held")
+	}
+	if d := time.Since(start); d < 20*time.Millisecond {
+		t.Fatalf("yieldFor gave up after %v, before its 20ms", d)
+	}
+}
