@@ -225,7 +225,7 @@ func (e *osExporter) round(ctx context.Context, c *call) error {
 	// wake it onto that worker's core, where the next call's encoding then
 	// runs beside the spinning worker while the other core sleeps.
 	var wg sync.WaitGroup
-	c.left.Store(int32(len(c.jobs) - 1))
+	c.left.Store(int32(max(0, len(c.jobs)-1)))
 	for i := 1; i < len(c.jobs); i++ {
 		wg.Add(1)
 		j := &c.jobs[i]
@@ -238,7 +238,7 @@ func (e *osExporter) round(ctx context.Context, c *call) error {
 	if len(c.jobs) > 0 {
 		e.run(ctx, c, &c.jobs[0])
 	}
-	if e.workers.alone() {
+	if len(c.jobs) > 1 && e.workers.alone() {
 		yieldFor(waitSpin, func() bool { return c.left.Load() == 0 })
 	}
 	wg.Wait()
