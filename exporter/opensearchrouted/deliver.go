@@ -77,10 +77,10 @@ func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
 	n := c.batch.Len()
 	c.class = resize(c.class, n)
 	c.result = resize(c.result, n)
+	clear(c.result) // an item never answered keeps the zero Outcome (see outcome)
 	c.pending = c.pending[:0]
 	for i := 0; i < n; i++ {
 		c.class[i] = bulk.Retry
-		c.result[i] = bulk.Outcome{ErrorType: bulk.ErrCanceled}
 		c.pending = append(c.pending, int32(i))
 	}
 	var authErr error
@@ -320,7 +320,10 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 	for k, it := range j.items {
 		o := j.out[k]
 		cls := bulk.Classify(o)
-		c.class[it], c.result[it] = cls, o
+		c.class[it] = cls
+		if cls != bulk.Done {
+			c.result[it] = o // only the others' are read (reportPermanent, retrySummary)
+		}
 		if cls == bulk.Retry && (o.Status == 429 || o.ErrorType == "rejected_execution_exception" || o.ErrorType == "es_rejected_execution_exception") {
 			wo = routing.Rejected
 		}
@@ -363,7 +366,7 @@ func (e *osExporter) reportPermanent(c *call, n int, authErr error) error {
 		if cls != bulk.Permanent {
 			continue
 		}
-		o := c.result[it]
+		o := c.outcome(it)
 		byType[o.ErrorType]++
 		if logged < maxPermanentLogs && authErr == nil {
 			index, _, _ := c.batch.Item(int32(it))
@@ -394,7 +397,7 @@ func (e *osExporter) retrySummary(c *call) string {
 	byType := map[string]int{}
 	for it, cls := range c.class {
 		if cls == bulk.Retry {
-			o := c.result[it]
+			o := c.outcome(it)
 			t := o.ErrorType
 			if t == "" {
 				t = fmt.Sprintf("HTTP %d", o.Status)
@@ -407,6 +410,15 @@ func (e *osExporter) retrySummary(c *call) string {
 		parts = append(parts, fmt.Sprintf("%s: %d", t, k))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// outcome is item it's latest answer. An item with none recorded (no round
+// ran for it) reads as canceled: the call ended before it was sent.
+func (c *call) outcome(it int) bulk.Outcome {
+	if o := c.result[it]; o != (bulk.Outcome{}) {
+		return o
+	}
+	return bulk.Outcome{ErrorType: bulk.ErrCanceled}
 }
 
 func resize[T any](s []T, n int) []T {

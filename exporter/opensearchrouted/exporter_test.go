@@ -291,6 +291,46 @@ func TestPermanentAndAuthErrors(t *testing.T) {
 	}
 }
 
+// TestRetrySummaryNamesCauses: the error of a call that hands records back
+// counts them by cause: the server's error type for items it refused for
+// now, "canceled" for items no request reached.
+func TestRetrySummaryNamesCauses(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/_bulk") {
+			w.WriteHeader(403)
+			return
+		}
+		var items []string
+		body, _ := io.ReadAll(r.Body)
+		for i := 0; i < strings.Count(string(body), "\n")/2; i++ {
+			if i%3 == 0 {
+				items = append(items, `{"create":{"_index":"x","status":429,"error":{"type":"rejected_execution_exception","reason":"queue full"}}}`)
+			} else {
+				items = append(items, `{"create":{"_index":"x","status":201}}`)
+			}
+		}
+		fmt.Fprintf(w, `{"took":1,"errors":true,"items":[%s]}`, strings.Join(items, ","))
+	}))
+	defer srv.Close()
+	cfg := testConfig([]string{srv.URL})
+	cfg.LogsIndex = "x"
+	cfg.Bulk.MaxAttempts = 1
+	e, _ := startExporter(t, cfg, signalLogs)
+
+	err := e.pushLogs(context.Background(), makeLogs(0, 9))
+	var le consumererror.Logs
+	if !errors.As(err, &le) || le.Data().LogRecordCount() != 3 || !strings.Contains(err.Error(), "3 of 9 log records not stored yet (rejected_execution_exception: 3)") {
+		t.Fatalf("429s: %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = e.pushLogs(ctx, makeLogs(0, 9))
+	if !errors.As(err, &le) || le.Data().LogRecordCount() != 9 || !strings.Contains(err.Error(), "9 of 9 log records not stored yet (canceled: 9)") {
+		t.Fatalf("canceled call: %v", err)
+	}
+}
+
 func TestRetrySetKeepsRepeatNumbering(t *testing.T) {
 	c := &call{}
 	h1, h2 := [16]byte{1}, [16]byte{2}
