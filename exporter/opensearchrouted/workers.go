@@ -76,8 +76,8 @@ func (w *workers) alone() bool { return w != nil && w.calls.Load() <= 1 }
 // spins on for spin from now.
 func (w *workers) active() { w.lastDone.Store(int64(w.clock())) }
 
-// newWorkers keeps up to maxIdle workers parked; a worker spins for up to
-// spin (0: never) before it parks.
+// newWorkers keeps up to maxIdle workers parked; a worker spins until spin
+// has passed since the last job or call ended (0: never) before it parks.
 func newWorkers(maxIdle int, spin time.Duration) *workers {
 	epoch := time.Now()
 	return &workers{handoff: make(chan func()), stop: make(chan struct{}), maxIdle: int32(maxIdle), spin: spin,
