@@ -45,13 +45,36 @@ type part struct {
 	inScope        bool
 	scopeR, scopeS int
 	origin         origin
-
-	chunks []chunkSpan // shared calls: the chunks this part encoded, in order
 }
 
-// chunkSpan says that items [from, to) of a part's batch are the records
-// of chunk number chunk.
-type chunkSpan struct{ chunk, from, to int32 }
+// chunkOut is what a share encoded for one chunk of a shared call: views
+// of its part's items [from, to) and of their per-item slices (locs when
+// located, hashes and occ when per item), taken when the chunk was done.
+// The views stay as they are while the share goes on appending to its
+// part, so the caller merges them meanwhile.
+type chunkOut struct {
+	items  bulk.Items
+	refs   []ref
+	locs   []loc
+	hashes [][16]byte
+	occ    []int32
+	failed int // records of the chunk that could not be made into items
+}
+
+// finish returns the views of the items p has just encoded for a chunk,
+// those from item first on; failed counts the chunk's records that could
+// not be made into items.
+func (p *part) finish(first, failed int) chunkOut {
+	n := p.batch.Len()
+	o := chunkOut{items: p.batch.Items(first, n), refs: p.refs[first:n:n], failed: failed}
+	if len(p.locs) == n {
+		o.locs = p.locs[first:n:n]
+	}
+	if len(p.occ) == n {
+		o.hashes, o.occ = p.hashes[first:n:n], p.occ[first:n:n]
+	}
+	return o
+}
 
 // loc is an item's node (nil: not routable) and the reason, as Locate
 // gave them.
@@ -70,7 +93,6 @@ func (p *part) reset() {
 	p.occ = p.occ[:0]
 	p.encodeFailed = 0
 	p.inScope = false
-	p.chunks = p.chunks[:0]
 }
 
 // scope makes p's encoder and origin those of scope (r, s), calling reset
@@ -121,7 +143,9 @@ type call struct {
 	unrouted      []int32
 	subs          [][]int32
 	jobs          []job
-	left          atomic.Int32 // jobs of the round still running on workers
+	chunkOut      []chunkOut    // shared calls: per chunk (see sharing)
+	chunkReady    []atomic.Bool // shared calls: per chunk
+	left          atomic.Int32  // jobs of the round still running on workers
 	reasons       [16]int
 }
 
@@ -177,19 +201,28 @@ type sharing struct {
 	next, done atomic.Int32 // chunks claimed, chunks encoded
 	total      int32
 	finished   chan struct{} // closed when done reaches total
+
+	out    []chunkOut    // per chunk, written by the share that encoded it
+	ready  []atomic.Bool // per chunk: out is written
+	merged int           // chunks merged into the call (the caller only)
 }
 
 // encodeShared encodes records [0, n), locating each item through r (none
-// when r is nil). A large call is cut into chunks of chunkRecords that k =
-// shares(n) parts claim in turn: the caller's share at once, the others,
-// started through spawn, as soon as they run (one may start late: the cores
-// may be busy, or idle and slow to wake), so none waits for another to
-// begin. The chunks' items are then appended to c's batch in chunk order,
-// so item numbers follow the records' order.
+// when r is nil), and numbers the repeats of content ids. A large call is
+// cut into chunks of chunkRecords that k = shares(n) parts claim in turn:
+// the caller's share at once, the others, started through spawn, as soon as
+// they run (one may start late: the cores may be busy, or idle and slow to
+// wake), so none waits for another to begin. Between its own chunks, and
+// then while the last ones are encoded, the caller merges the chunks done
+// so far, in chunk order, into c (items, per-item slices, repeat numbers),
+// so item numbers follow the records' order and little is left to do on
+// one core once the last chunk is done.
 func (c *call) encodeShared(n int, r *routing.Router, spawn func(func()), encodeRange func(p *part, from, to int)) {
 	if k := shares(n); k == 1 {
 		encodeRange(&c.part, 0, n)
 		c.part.locate(r, 0)
+		c.located = r != nil && len(c.locs) == c.batch.Len()
+		c.numberRepeats(r, 0)
 	} else {
 		c.encodeChunks(n, k, r, spawn, encodeRange)
 	}
@@ -201,74 +234,73 @@ func (c *call) encodeChunks(n, k int, r *routing.Router, spawn func(func()), enc
 	for len(c.extra) < k {
 		c.extra = append(c.extra, new(part))
 	}
-	sh := &sharing{total: int32((n + chunkRecords - 1) / chunkRecords), finished: make(chan struct{})}
-	work := func(p *part) {
+	total := (n + chunkRecords - 1) / chunkRecords
+	c.chunkOut = resize(c.chunkOut, total)
+	if cap(c.chunkReady) < total {
+		c.chunkReady = make([]atomic.Bool, total)
+	}
+	c.chunkReady = c.chunkReady[:total]
+	for i := range c.chunkReady {
+		c.chunkReady[i].Store(false)
+	}
+	sh := &sharing{total: int32(total), finished: make(chan struct{}), out: c.chunkOut, ready: c.chunkReady}
+	c.located = r != nil // every chunk locates its items (numberRepeats relocates)
+	work := func(p *part, merge bool) {
 		for {
 			ch := sh.next.Add(1) - 1
 			if ch >= sh.total {
 				return
 			}
 			from := int(ch) * chunkRecords
-			first := p.batch.Len()
+			first, failed := p.batch.Len(), p.encodeFailed
 			encodeRange(p, from, min(n, from+chunkRecords))
 			p.locate(r, first)
-			p.chunks = append(p.chunks, chunkSpan{ch, int32(first), int32(p.batch.Len())})
+			sh.out[ch] = p.finish(first, p.encodeFailed-failed)
+			sh.ready[ch].Store(true)
 			if sh.done.Add(1) == sh.total {
 				close(sh.finished)
+			}
+			if merge {
+				c.mergeReady(sh, r)
 			}
 		}
 	}
 	for _, p := range c.extra[1:k] {
-		spawn(func() { work(p) })
+		spawn(func() { work(p, false) })
 	}
-	work(c.extra[0])
-	if !yieldFor(waitSpin, func() bool { return sh.done.Load() == sh.total }) {
+	work(c.extra[0], true)
+	if !yieldFor(waitSpin, func() bool { return c.mergeReady(sh, r) }) {
 		<-sh.finished
+		c.mergeReady(sh, r)
 	}
-	c.merge(c.extra[:k], int(sh.total))
+	clear(c.chunkOut) // drop the views of the parts' slices
 }
 
-// merge appends the items of parts, chunk by chunk in chunk order, to c's
-// batch and per-item slices.
-func (c *call) merge(parts []*part, chunks int) {
-	var buf [8]int
-	cursor := buf[:0] // per part: its next chunkSpan
-	if len(parts) <= len(buf) {
-		cursor = buf[:len(parts)]
-	} else {
-		cursor = make([]int, len(parts))
+// mergeReady merges into c, in chunk order, the chunks that are done and
+// not merged yet, and reports whether every chunk is merged.
+func (c *call) mergeReady(sh *sharing, r *routing.Router) bool {
+	for sh.merged < len(sh.out) && sh.ready[sh.merged].Load() {
+		o := &sh.out[sh.merged]
+		first := c.batch.Len()
+		c.batch.AppendItems(o.items)
+		c.refs = append(c.refs, o.refs...)
+		c.locs = append(c.locs, o.locs...)
+		c.hashes = append(c.hashes, o.hashes...)
+		c.occ = append(c.occ, o.occ...)
+		c.encodeFailed += o.failed
+		c.numberRepeats(r, first)
+		sh.merged++
 	}
-	for ch := int32(0); ch < int32(chunks); ch++ {
-		for i, p := range parts {
-			if cursor[i] == len(p.chunks) || p.chunks[cursor[i]].chunk != ch {
-				continue
-			}
-			sp := p.chunks[cursor[i]]
-			cursor[i]++
-			from, to := int(sp.from), int(sp.to)
-			c.batch.AppendRange(&p.batch, from, to)
-			c.refs = append(c.refs, p.refs[from:to]...)
-			if len(p.locs) == p.batch.Len() {
-				c.locs = append(c.locs, p.locs[from:to]...)
-			}
-			if len(p.occ) == p.batch.Len() {
-				c.hashes = append(c.hashes, p.hashes[from:to]...)
-				c.occ = append(c.occ, p.occ[from:to]...)
-			}
-			break
-		}
-	}
-	for _, p := range parts {
-		c.encodeFailed += p.encodeFailed
-	}
+	return sh.merged == len(sh.out)
 }
 
 // numberRepeats numbers, in item order, the occurrences of each content in
-// the call; an item that repeats an earlier one gets the id "<hash>-<n>" and,
-// when the items are located, is located again through r.
-func (c *call) numberRepeats(r *routing.Router) {
-	for it, o := range c.occ {
-		if o < 0 {
+// the call, for items from on; an item that repeats an earlier one gets the
+// id "<hash>-<n>" and, when the items are located, is located again
+// through r.
+func (c *call) numberRepeats(r *routing.Router, from int) {
+	for it := from; it < len(c.occ); it++ {
+		if c.occ[it] < 0 {
 			continue
 		}
 		h := c.hashes[it]
@@ -291,7 +323,6 @@ func (c *call) numberRepeats(r *routing.Router) {
 // location.
 func (e *osExporter) encodeLogs(c *call, ld plog.Logs) {
 	c.encodeShared(ld.LogRecordCount(), e.router, e.workers.run, func(p *part, from, to int) { e.encodeLogRange(p, ld, from, to) })
-	c.numberRepeats(e.router)
 }
 
 // locate finds the node of items [first, Len) of p (in the share's

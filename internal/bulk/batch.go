@@ -274,11 +274,36 @@ func (b *Batch) size(i int32) int { return len(b.items[i].data) }
 // be modified or Reset until b is Reset. Item from+k of o becomes item
 // Len()+k of b. An item open in b is discarded.
 func (b *Batch) AppendRange(o *Batch, from, to int) {
-	b.Abort()
-	for _, e := range o.items[from:to] {
-		b.total += len(e.data)
+	b.AppendItems(o.Items(from, to))
+}
+
+// Items is a view of some committed items of a Batch, for AppendItems.
+type Items struct {
+	entries []entry
+	size    int
+}
+
+// Items returns a view of b's committed items [from, to). The view does not
+// change as b grows: another goroutine may pass it to AppendItems while the
+// one that owns b commits further items (not Reset, SetID or Abort).
+func (b *Batch) Items(from, to int) Items {
+	v := Items{entries: b.items[from:to:to]}
+	for _, e := range v.entries {
+		v.size += len(e.data)
 	}
-	b.items = append(b.items, o.items[from:to]...)
+	return v
+}
+
+// Len is the number of items in the view.
+func (v Items) Len() int { return len(v.entries) }
+
+// AppendItems adds the items of v, in order, after b's items, as
+// AppendRange does: their bytes stay in the arena of the Batch v was taken
+// from.
+func (b *Batch) AppendItems(v Items) {
+	b.Abort()
+	b.total += v.size
+	b.items = append(b.items, v.entries...)
 }
 
 // SetID gives item i a new _id: the item is rewritten (action line and a

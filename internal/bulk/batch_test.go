@@ -3,6 +3,7 @@ package bulk
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -354,6 +355,49 @@ func TestCommitCompact(t *testing.T) {
 		}
 		if b.Len() != 1 || b.Size() != size || len(b.arena) != size {
 			t.Fatalf("%s: refused item left bytes behind", name)
+		}
+	}
+}
+
+// TestItemsViewWhileSourceGrows takes views of a Batch's items as they are
+// committed and appends them to another Batch on another goroutine while
+// the first goes on committing (growing, so reallocating, its arena and
+// item table): the second must end up with every item, bytes, index and id
+// intact, in order (run with -race).
+func TestItemsViewWhileSourceGrows(t *testing.T) {
+	src := new(Batch)
+	views := make(chan Items, 64)
+	go func() {
+		defer close(views)
+		for chunk := 0; chunk < 40; chunk++ {
+			first := src.Len()
+			for k := 0; k < 25; k++ {
+				n := chunk*25 + k
+				buf := src.Begin(fmt.Sprintf("logs-%d", n%3), fmt.Sprintf("id-%d", n))
+				buf = fmt.Appendf(buf, `{"n":%d,"pad":"%s"}`, n, strings.Repeat("x", n%97))
+				if _, err := src.Commit(buf); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			views <- src.Items(first, src.Len())
+		}
+	}()
+	var dst Batch
+	for v := range views {
+		if v.Len() != 25 {
+			t.Fatalf("view of %d items, want 25", v.Len())
+		}
+		dst.AppendItems(v)
+	}
+	if dst.Len() != 1000 || dst.Size() != src.Size() {
+		t.Fatalf("%d items, %d bytes; want 1000, %d", dst.Len(), dst.Size(), src.Size())
+	}
+	for i := int32(0); i < 1000; i++ {
+		index, id, _ := dst.Item(i)
+		want := fmt.Sprintf(`{"create":{"_index":"logs-%d","_id":"id-%d"}}`+"\n"+`{"n":%d,"pad":"%s"}`+"\n", i%3, i, i, strings.Repeat("x", int(i)%97))
+		if index != fmt.Sprintf("logs-%d", i%3) || id != fmt.Sprintf("id-%d", i) || string(dst.Bytes(i)) != want {
+			t.Fatalf("item %d: %q %q %q", i, index, id, dst.Bytes(i))
 		}
 	}
 }
