@@ -360,9 +360,6 @@ func (e *osExporter) encodeLogRange(p *part, ld plog.Logs, from, to int) {
 		})
 }
 
-// contentIDLen is the length of a content id without an occurrence suffix.
-const contentIDLen = 32
-
 // encodeLog adds lr as an item for target. An id known before the document
 // (document_id: random, none, or a found attribute) goes in its action line
 // first; a content id is the hash of the document, written into the place
@@ -396,7 +393,7 @@ func (p *part) encodeLog(e *osExporter, target string, lr plog.LogRecord, r ref)
 		}
 		return
 	}
-	buf := p.batch.BeginSized(target, contentIDLen)
+	buf := p.batch.BeginSized(target, ss4o.ContentIDLen)
 	buf = p.enc.AppendLog(buf, lr)
 	h := ss4o.ContentID(p.batch.OpenSource(buf))
 	p.ids = ss4o.AppendID(p.ids, h, 0)

@@ -68,7 +68,7 @@ func TestEncodeSharedMatchesSequential(t *testing.T) {
 					var want string
 					switch {
 					case mode == DocumentIDRandom:
-						if randomIDs[id] || len(id) != 32 {
+						if randomIDs[id] || len(id) != ss4o.ContentIDLen {
 							t.Fatalf("item %d: random id %q repeated or malformed", it, id)
 						}
 						randomIDs[id] = true

@@ -146,7 +146,7 @@ func (b *Batch) CommitID(buf []byte, id string) (int32, error) {
 // CommitCompact is CommitID for a caller that guarantees the two things
 // CommitID scans for: the source holds no raw '\n' (compact JSON whose
 // strings escape every control character, as ss4o writes it) and id is made
-// of characters that need no JSON escaping (as ss4o.AppendID's hex). It
+// of characters that need no JSON escaping (as ss4o.AppendID's). It
 // still refuses an id of the wrong length, an empty index and a source that
 // does not start with '{'. A source that breaks the promise would split its
 // item's line and make the server misread the items after it.

@@ -2,6 +2,7 @@ package ss4o
 
 import (
 	"encoding/binary"
+	"slices"
 	"strconv"
 
 	"github.com/zeebo/xxh3"
@@ -22,8 +23,15 @@ func ContentID(doc []byte) [16]byte {
 	return id
 }
 
-// AppendID appends the document _id for a content hash: 32 lower-case hex
-// digits, followed by "-" and the decimal occurrence when occurrence > 0.
+// ContentIDLen is the length of a content id without an occurrence suffix.
+const ContentIDLen = 22
+
+// AppendID appends the document _id for a content hash: its 16 bytes in
+// URL-safe base64 without padding (22 characters of A–Z, a–z, 0–9, '-' and
+// '_'), followed by "-" and the decimal occurrence when occurrence > 0.
+// That is the form of OpenSearch's own generated ids, which the server
+// stores decoded (16 bytes instead of the 24 of 32 hex digits), and the
+// shorter the id, the less there is to send and to hash for routing.
 // occurrence counts earlier exact repeats of the same content in one export
 // call (see Repeats): a resend of the same call yields the same ids, and a
 // record genuinely repeated n times gets n distinct ids. It panics when
@@ -32,11 +40,34 @@ func AppendID(dst []byte, hash [16]byte, occurrence int) []byte {
 	if occurrence < 0 {
 		panic("ss4o: negative occurrence " + strconv.Itoa(occurrence))
 	}
-	dst = appendHex(dst, hash[:])
+	dst = appendBase64URL(dst, &hash)
 	if occurrence > 0 {
 		dst = append(dst, '-')
 		dst = strconv.AppendInt(dst, int64(occurrence), 10)
 	}
+	return dst
+}
+
+// base64URL is the URL-safe base64 alphabet (RFC 4648, section 5).
+const base64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+// appendBase64URL writes h in URL-safe base64 without padding, as
+// base64.RawURLEncoding does (TestAppendBase64URL), in fewer steps: five
+// groups of three bytes, then the last byte.
+func appendBase64URL(dst []byte, h *[16]byte) []byte {
+	n := len(dst)
+	dst = slices.Grow(dst, ContentIDLen)[:n+ContentIDLen]
+	out := dst[n : n+ContentIDLen : n+ContentIDLen]
+	for i := 0; i < 5; i++ {
+		v := uint(h[3*i])<<16 | uint(h[3*i+1])<<8 | uint(h[3*i+2])
+		o := out[4*i : 4*i+4 : 4*i+4]
+		o[0] = base64URL[v>>18&63]
+		o[1] = base64URL[v>>12&63]
+		o[2] = base64URL[v>>6&63]
+		o[3] = base64URL[v&63]
+	}
+	out[20] = base64URL[h[15]>>2]
+	out[21] = base64URL[h[15]&3<<4]
 	return dst
 }
 

@@ -1,7 +1,9 @@
 package ss4o
 
 import (
+	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"math"
 	"math/rand/v2"
 	"regexp"
@@ -33,7 +35,8 @@ func TestContentIDStable(t *testing.T) {
 		t.Fatalf("ContentID is not XXH3-128, high then low half, big-endian")
 	}
 	// The reference implementation's XXH3-128 of nothing (xxhsum -H2).
-	if got := string(AppendID(nil, ContentID(nil), 0)); got != "99aa06d3014798d86001c324468d497f" {
+	empty := ContentID(nil)
+	if got := hex.EncodeToString(empty[:]); got != "99aa06d3014798d86001c324468d497f" {
 		t.Fatalf("ContentID(empty) = %s: not XXH3-128", got)
 	}
 	if got := string(AppendID(nil, id, 0)); got != goldenLogID {
@@ -42,7 +45,7 @@ func TestContentIDStable(t *testing.T) {
 }
 
 // goldenLogID is the content id of testdata/log.json.
-const goldenLogID = "9d447a5aa0615a74136c0ef5f0f18c46"
+const goldenLogID = "nUR6WqBhWnQTbA718PGMRg"
 
 // TestContentIDCoversEveryField changes one thing at a time in a record and
 // checks that the id changes: everything that makes a record distinct is in
@@ -113,13 +116,15 @@ func TestAppendID(t *testing.T) {
 	for i := range h {
 		h[i] = byte(i * 17)
 	}
-	if got := string(AppendID([]byte("x"), h, 0)); got != "x00112233445566778899aabbccddeeff" {
+	// 00 11 22 … ff in URL-safe base64: both extra characters ('-' and '_')
+	// are in it.
+	if got := string(AppendID([]byte("x"), h, 0)); got != "xABEiM0RVZneImaq7zN3u_w" {
 		t.Errorf("occurrence 0: %s", got)
 	}
-	if got := string(AppendID(nil, h, 1)); got != "00112233445566778899aabbccddeeff-1" {
+	if got := string(AppendID(nil, h, 1)); got != "ABEiM0RVZneImaq7zN3u_w-1" {
 		t.Errorf("occurrence 1: %s", got)
 	}
-	if got := string(AppendID(nil, h, math.MaxInt)); !regexp.MustCompile(`^[0-9a-f]{32}-9223372036854775807$`).MatchString(got) {
+	if got := string(AppendID(nil, h, math.MaxInt)); !regexp.MustCompile(`^[A-Za-z0-9_-]{22}-9223372036854775807$`).MatchString(got) {
 		t.Errorf("occurrence max: %s", got)
 	}
 	defer func() {
@@ -234,5 +239,25 @@ func TestRepeatsAgainstMap(t *testing.T) {
 	r.Reset()
 	if r.Next([16]byte{1}) != 0 {
 		t.Fatal("an entry survived a generation wrap")
+	}
+}
+
+// TestAppendBase64URL checks the content id's text against the standard
+// library's URL-safe base64 without padding.
+func TestAppendBase64URL(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for k := 0; k < 2000; k++ {
+		var h [16]byte
+		for i := range h {
+			h[i] = byte(rng.Uint32())
+		}
+		if k < 256 {
+			h = [16]byte{}
+			h[15], h[0] = byte(k), byte(255-k) // every value of the last byte
+		}
+		want := base64.RawURLEncoding.EncodeToString(h[:])
+		if got := string(AppendID([]byte("pre"), h, 0)); got != "pre"+want {
+			t.Fatalf("%x: %s, want %s", h, got, want)
+		}
 	}
 }
