@@ -5,6 +5,7 @@
 package jsonstr
 
 import (
+	"encoding/binary"
 	"slices"
 	"unicode/utf8"
 )
@@ -25,17 +26,56 @@ var safe = func() (t [256]bool) {
 // of valid UTF-8 replaced by U+FFFD. Everything else, including
 // U+2028/U+2029, is copied.
 func Append(dst []byte, s string) []byte {
-	// Most strings need no escaping at all: they are copied in one go.
-	if !Plain(s) {
-		return appendSlow(dst, s)
+	n, k := len(dst), len(s)
+	if k > maxShort {
+		// Most strings need no escaping at all: they are copied in one go.
+		if !Plain(s) {
+			return appendSlow(dst, s)
+		}
+		dst = slices.Grow(dst, k+2)[:n+k+2]
+		dst[n] = '"'
+		copy(dst[n+1:], s)
+		dst[len(dst)-1] = '"'
+		return dst
 	}
-	n := len(dst)
-	dst = slices.Grow(dst, len(s)+2)[:n+len(s)+2]
-	dst[n] = '"'
-	copy(dst[n+1:], s)
-	dst[len(dst)-1] = '"'
-	return dst
+	// Most keys and many values are short: they are tested and copied a
+	// word at a time, in overlapping loads and stores (which may write past
+	// the quoted string, inside dst's capacity, where nothing has been
+	// written yet), without calling memmove.
+	if cap(dst)-n < maxShort+2 {
+		dst = slices.Grow(dst, maxShort+2)
+	}
+	d := dst[n : n+maxShort+2 : n+maxShort+2]
+	switch {
+	case k >= 8:
+		w1, w2 := word(s, 0), word(s, k-8)
+		if !cleanWord(w1) || !cleanWord(w2) {
+			return appendSlow(dst, s)
+		}
+		binary.LittleEndian.PutUint64(d[1:], w1)
+		binary.LittleEndian.PutUint64(d[k-7:], w2)
+	case k >= 4:
+		w1, w2 := word4(s, 0), word4(s, k-4)
+		if !cleanWord(uint64(w1) | uint64(w2)<<32) {
+			return appendSlow(dst, s)
+		}
+		binary.LittleEndian.PutUint32(d[1:], w1)
+		binary.LittleEndian.PutUint32(d[k-3:], w2)
+	default:
+		for i := 0; i < k; i++ {
+			c := s[i]
+			if !safe[c] {
+				return appendSlow(dst, s)
+			}
+			d[1+i] = c
+		}
+	}
+	d[0], d[k+1] = '"', '"'
+	return dst[:n+k+2]
 }
+
+// maxShort is the longest string Append tests and copies a word at a time.
+const maxShort = 16
 
 // appendSlow is Append for a string that needs escaping somewhere.
 func appendSlow(dst []byte, s string) []byte {
@@ -93,6 +133,12 @@ func word(s string, i int) uint64 {
 	s = s[i : i+8]
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// word4 is s[i:i+4] as a little-endian 32-bit word.
+func word4(s string, i int) uint32 {
+	s = s[i : i+4]
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
 }
 
 // cleanWord reports whether none of the 8 bytes of the word x needs

@@ -121,3 +121,32 @@ func BenchmarkAppend(b *testing.B) {
 		}
 	}
 }
+
+// TestAppendShortEveryPosition checks the word-at-a-time path for short
+// strings against the general one (appendSlow): every length up to a few
+// past maxShort, every position of a byte that needs attention (or is
+// fine), onto a prefix with no spare capacity and onto one with plenty.
+func TestAppendShortEveryPosition(t *testing.T) {
+	specials := []byte{0x00, 0x1f, ' ', '"', '\\', 'a', 0x7e, 0x7f, 0x80, 0xc3, 0xff}
+	for k := 0; k <= maxShort+3; k++ {
+		for pos := 0; pos < max(k, 1); pos++ {
+			for _, c := range specials {
+				b := []byte("abcdefghijklmnopqrstuvwxyz"[:k])
+				if k > 0 {
+					b[pos] = c
+				}
+				s := string(b)
+				want := string(appendSlow([]byte("pre"), s))
+				tight := make([]byte, 3, 3)
+				copy(tight, "pre")
+				roomy := make([]byte, 3, 64)
+				copy(roomy, "pre")
+				for _, dst := range [][]byte{tight, roomy} {
+					if got := string(Append(dst, s)); got != want {
+						t.Fatalf("Append(%q) = %q, want %q", s, got, want)
+					}
+				}
+			}
+		}
+	}
+}
