@@ -38,26 +38,37 @@ func (c *clock) appendTime(dst []byte, ns uint64) []byte {
 		b[20], b[21] = 'Z', '"'
 		return dst[:n+22]
 	}
-	// Nine fraction digits, two at a time from the right, then drop the
-	// trailing zeros.
+	// The fraction in groups of three digits: one group for a whole
+	// millisecond, two for a whole microsecond, else three; then the
+	// trailing zeros of the last group are dropped (frac > 0, so a digit
+	// other than zero stays).
 	end := 30
-	for frac%10 == 0 {
-		frac /= 10
+	switch {
+	case frac%1_000_000 == 0:
+		put3(b[21:], frac/1_000_000)
+		end = 24
+	case frac%1_000 == 0:
+		us := frac / 1_000
+		put3(b[21:], us/1_000)
+		put3(b[24:], us%1_000)
+		end = 27
+	default:
+		put3(b[21:], frac/1_000_000)
+		put3(b[24:], frac/1_000%1_000)
+		put3(b[27:], frac%1_000)
+	}
+	for b[end-1] == '0' {
 		end--
-	}
-	i := end - 1
-	for frac >= 10 {
-		q := frac / 100
-		r := frac - 100*q
-		b[i-1], b[i] = pairs[2*r], pairs[2*r+1]
-		frac = q
-		i -= 2
-	}
-	if i > 20 {
-		b[i] = byte('0' + frac)
 	}
 	b[end], b[end+1] = 'Z', '"'
 	return dst[:n+end+2]
+}
+
+// put3 writes v (below 1000) as three digits into b[0:3].
+func put3(b []byte, v uint64) {
+	b = b[:3]
+	r := v % 100
+	b[0], b[1], b[2] = byte('0'+v/100), pairs[2*r], pairs[2*r+1]
 }
 
 // setSecond formats the date and time of secs into c.prefix.
