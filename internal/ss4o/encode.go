@@ -356,8 +356,12 @@ func appendMap(dst []byte, m pcommon.Map) []byte {
 	dst = append(dst, '{')
 	// The keys written so far: a fingerprint (length, first and last
 	// characters) to skip most comparisons, and where each starts in dst.
+	// seen has one bit set per fingerprint written (a 6-bit hash of it):
+	// a key whose bit is clear repeats none, and most keys are compared
+	// with nothing.
 	var fps [smallMap]uint64
 	var starts [smallMap]uint32
+	var seen uint64
 	nk := 0
 	for k, v := range m.All() {
 		mark := len(dst)
@@ -368,13 +372,17 @@ func appendMap(dst []byte, m pcommon.Map) []byte {
 		dst = appendString(dst, k)
 		key := dst[start:]
 		fp := uint64(len(key)) | uint64(key[1])<<32 | uint64(key[len(key)-2])<<40
+		bit := uint64(1) << (fp * 0x9e3779b97f4a7c15 >> 58)
 		dup := false
-		for i := 0; i < nk; i++ {
-			if fps[i] == fp && string(dst[starts[i]:int(starts[i])+len(key)]) == string(key) {
-				dup = true
-				break
+		if seen&bit != 0 {
+			for i := 0; i < nk; i++ {
+				if fps[i] == fp && string(dst[starts[i]:int(starts[i])+len(key)]) == string(key) {
+					dup = true
+					break
+				}
 			}
 		}
+		seen |= bit
 		if dup {
 			dst = dst[:mark]
 			continue
