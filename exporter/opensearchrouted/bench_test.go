@@ -259,16 +259,26 @@ func BenchmarkPushSpans(b *testing.B) {
 	benchPush(b, func(ctx context.Context) error { return e.pushTraces(ctx, td) })
 }
 
-// BenchmarkPushCallOverhead is the fixed cost of one push: a call of 6
-// log records, whose ids spread them over the 3 nodes of the minimal
-// cluster (3 HTTP requests, reported), per call. At 1,000 records per call each record carries a
-// thousandth of it.
+// BenchmarkPushCallOverhead is the fixed cost of one push: the smallest
+// call (of 6 log records or more) whose ids spread it over all 3 nodes of
+// the minimal cluster (3 HTTP requests, reported), per call. At 1,000
+// records per call each record carries a thousandth of it.
 func BenchmarkPushCallOverhead(b *testing.B) {
 	e, m := benchExporterCluster(b, signalLogs, true)
-	ld := makeLogs(0, 6)
 	ctx := context.Background()
-	if err := e.pushLogs(ctx, ld); err != nil {
-		b.Fatal(err)
+	var ld plog.Logs
+	for n := 6; ; n++ {
+		if n > 64 {
+			b.Fatal("no call of up to 64 records reaches every node")
+		}
+		ld = makeLogs(0, n)
+		before := m.bulks.Load()
+		if err := e.pushLogs(ctx, ld); err != nil {
+			b.Fatal(err)
+		}
+		if m.bulks.Load()-before == int64(m.n) {
+			break
+		}
 	}
 	req0 := m.bulks.Load()
 	b.ReportAllocs()
