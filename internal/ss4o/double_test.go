@@ -1,6 +1,8 @@
 package ss4o
 
 import (
+	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -91,5 +93,45 @@ func BenchmarkAppendDouble(b *testing.B) {
 				buf = strconv.AppendFloat(buf[:0], vals[i%len(vals)], 'g', -1, 64)
 			}
 		})
+	}
+}
+
+// TestEightDigitsAndDecimalLen checks the digit writers against strconv:
+// every value around each power of ten and random ones.
+func TestEightDigitsAndDecimalLen(t *testing.T) {
+	check8 := func(v uint32) {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], eightDigits(v))
+		if want := fmt.Sprintf("%08d", v); string(b[:]) != want {
+			t.Fatalf("eightDigits(%d) = %s", v, b[:])
+		}
+	}
+	check17 := func(d uint64) {
+		var b [17]byte
+		putDigits17(&b, d)
+		want := strconv.FormatUint(d, 10)
+		if got := string(b[len(b)-decimalLen(d):]); got != want || strings.TrimLeft(string(b[:]), "0") != strings.TrimLeft(want, "0") {
+			t.Fatalf("putDigits17/decimalLen(%d) = %s (%s)", d, got, b[:])
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for p := uint64(1); p <= 1e16; p *= 10 {
+		for _, d := range []uint64{p - 1, p, p + 1, 2*p - 1, 9 * p} {
+			if d > 0 && d < 1e17 {
+				check17(d)
+			}
+		}
+		if p <= 1e7 {
+			check8(uint32(p - 1))
+			check8(uint32(p))
+		}
+	}
+	for range 1_000_000 {
+		check8(rng.Uint32N(1e8))
+		check17(rng.Uint64N(1e17-1) + 1)
+		check17(rng.Uint64N(1 << 53))
+	}
+	for v := uint32(0); v < 1e8; v += 9973 {
+		check8(v)
 	}
 }
