@@ -138,3 +138,38 @@ func TestEncodeSharedSpansAndLocations(t *testing.T) {
 		t.Fatalf("items went to %d nodes", len(nodes))
 	}
 }
+
+// TestEncodeOneShareWhileCallsOverlap: a large call is shared between
+// cores while it is the only call in progress, and encoded on the caller's
+// goroutine alone while another is: the same items either way.
+func TestEncodeOneShareWhileCallsOverlap(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	cfg := createDefaultConfig()
+	cfg.Endpoints = []string{"http://127.0.0.1:9"}
+	cfg.LogsIndex = "logs"
+	e := &osExporter{cfg: cfg, signal: signalLogs, workers: newWorkers(4, 0)}
+	defer e.workers.close()
+	e.targets.init(cfg, signalLogs)
+	ld := makeLogs(0, 1500)
+
+	e.workers.enter()
+	shared := &call{}
+	e.encodeLogs(shared, ld)
+	e.workers.enter() // a second call is in progress
+	alone := &call{}
+	e.encodeLogs(alone, ld)
+	e.workers.leave()
+	e.workers.leave()
+
+	if len(shared.extra) < 2 || len(alone.extra) != 0 {
+		t.Fatalf("parts: %d with one call in progress (want ≥ 2), %d with two (want 0)", len(shared.extra), len(alone.extra))
+	}
+	if shared.batch.Len() != 1500 || alone.batch.Len() != 1500 {
+		t.Fatalf("%d and %d items", shared.batch.Len(), alone.batch.Len())
+	}
+	for it := int32(0); it < 1500; it++ {
+		if !bytes.Equal(shared.batch.Bytes(it), alone.batch.Bytes(it)) || shared.refs[it] != alone.refs[it] {
+			t.Fatalf("item %d differs", it)
+		}
+	}
+}

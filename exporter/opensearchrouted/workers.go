@@ -72,6 +72,9 @@ func (w *workers) leave() {
 // yielding goroutine would only take turns from it.
 func (w *workers) alone() bool { return w != nil && w.calls.Load() <= 1 }
 
+// busy reports whether more than one export call is in progress.
+func (w *workers) busy() bool { return w != nil && w.calls.Load() > 1 }
+
 // active records that a job or a call has just ended: a spinning worker
 // spins on for spin from now.
 func (w *workers) active() { w.lastDone.Store(int64(w.clock())) }
