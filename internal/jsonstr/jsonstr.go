@@ -25,6 +25,10 @@ var safe = func() (t [256]bool) {
 // characters as \n, \r, \t, \b, \f or \u00XX, every byte that is not part
 // of valid UTF-8 replaced by U+FFFD. Everything else, including
 // U+2028/U+2029, is copied.
+//
+// Like append, it may write into dst's spare capacity; unlike append, also
+// past the end of what it returns (up to maxShort+2 bytes after len(dst)):
+// nothing may be kept there.
 func Append(dst []byte, s string) []byte {
 	n, k := len(dst), len(s)
 	if k > maxShort {
@@ -40,8 +44,7 @@ func Append(dst []byte, s string) []byte {
 	}
 	// Most keys and many values are short: they are tested and copied a
 	// word at a time, in overlapping loads and stores (which may write past
-	// the quoted string, inside dst's capacity, where nothing has been
-	// written yet), without calling memmove.
+	// the quoted string, inside dst's capacity), without calling memmove.
 	if cap(dst)-n < maxShort+2 {
 		dst = slices.Grow(dst, maxShort+2)
 	}
