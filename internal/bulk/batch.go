@@ -269,14 +269,6 @@ func (b *Batch) Bytes(i int32) []byte { return b.items[i].data }
 
 func (b *Batch) size(i int32) int { return len(b.items[i].data) }
 
-// AppendRange adds o's committed items [from, to), in order, after b's
-// items, without copying their bytes: they stay in o's arena, so o must not
-// be modified or Reset until b is Reset. Item from+k of o becomes item
-// Len()+k of b. An item open in b is discarded.
-func (b *Batch) AppendRange(o *Batch, from, to int) {
-	b.AppendItems(o.Items(from, to))
-}
-
 // Items is a view of some committed items of a Batch, for AppendItems.
 type Items struct {
 	entries []entry
@@ -297,9 +289,11 @@ func (b *Batch) Items(from, to int) Items {
 // Len is the number of items in the view.
 func (v Items) Len() int { return len(v.entries) }
 
-// AppendItems adds the items of v, in order, after b's items, as
-// AppendRange does: their bytes stay in the arena of the Batch v was taken
-// from.
+// AppendItems adds the items of v, in order, after b's items, without
+// copying their bytes: they stay in the arena of the Batch v was taken
+// from, which may go on committing items but must not be Reset (nor give
+// those items a new id) until b is Reset. Item k of v becomes item Len()+k
+// of b. An item open in b is discarded.
 func (b *Batch) AppendItems(v Items) {
 	b.Abort()
 	b.total += v.size

@@ -872,16 +872,16 @@ func TestSendAppendedAndReIDed(t *testing.T) {
 	p1, _ := testBatch(t, 4, 300)
 	p2, _ := testBatch(t, 2, 10)
 	sizes := own.Size() + p1.Size() + p2.Size()
-	own.AppendRange(p1, 0, 4)
-	own.AppendRange(p2, 0, 2)
+	own.AppendItems(p1.Items(0, 4))
+	own.AppendItems(p2.Items(0, 2))
 	if own.Len() != 9 || own.Size() != sizes {
-		t.Fatalf("after AppendRange: %d items, %d bytes; want 9, %d", own.Len(), own.Size(), sizes)
+		t.Fatalf("after AppendItems: %d items, %d bytes; want 9, %d", own.Len(), own.Size(), sizes)
 	}
 	var part Batch
-	part.AppendRange(p1, 1, 3)
+	part.AppendItems(p1.Items(1, 3))
 	if part.Len() != 2 || part.Size() != len(p1.Bytes(1))+len(p1.Bytes(2)) ||
 		!bytes.Equal(part.Bytes(0), p1.Bytes(1)) || !bytes.Equal(part.Bytes(1), p1.Bytes(2)) {
-		t.Fatalf("AppendRange(p1, 1, 3): %d items, %d bytes", part.Len(), part.Size())
+		t.Fatalf("AppendItems(p1.Items(1, 3)): %d items, %d bytes", part.Len(), part.Size())
 	}
 	before := own.Size()
 	own.SetID(4, "renamed-4")
