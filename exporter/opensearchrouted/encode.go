@@ -230,15 +230,14 @@ type sharing struct {
 // so item numbers follow the records' order and little is left to do on
 // one core once the last chunk is done.
 func (c *call) encodeShared(n, k int, r *routing.Router, spawn func(func()), encodeRange func(p *part, from, to int)) {
-	if k <= 1 {
-		encodeRange(&c.part, 0, n)
-		c.part.locate(r, 0)
-		c.located = r != nil && len(c.locs) == c.batch.Len()
-		c.numberRepeats(r, 0)
-	} else {
+	if k > 1 {
 		c.encodeChunks(n, k, r, spawn, encodeRange)
+		return
 	}
-	c.located = r != nil && len(c.locs) == c.batch.Len()
+	encodeRange(&c.part, 0, n)
+	c.part.locate(r, 0)
+	c.located = r != nil // locate found every item's node
+	c.numberRepeats(r, 0)
 }
 
 // encodeChunks is encodeShared for k > 1 shares.
@@ -256,7 +255,7 @@ func (c *call) encodeChunks(n, k int, r *routing.Router, spawn func(func()), enc
 		c.chunkReady[i].Store(false)
 	}
 	sh := &sharing{total: int32(total), finished: make(chan struct{}), out: c.chunkOut, ready: c.chunkReady}
-	c.located = r != nil // every chunk locates its items (numberRepeats relocates)
+	c.located = r != nil // every chunk locates its items (numberRepeats relocates repeats)
 	work := func(p *part, merge bool) {
 		for {
 			ch := sh.next.Add(1) - 1
