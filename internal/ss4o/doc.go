@@ -75,7 +75,8 @@
 // Content ids (ContentID, AppendID, Repeats) are an XXH3 128-bit hash of
 // the encoded document, written in URL-safe base64 without padding (22
 // characters, the form of OpenSearch's generated ids), plus an occurrence
-// counter for exact repeats within one export call. Span ids (AppendSpanID) are the trace id and span id.
+// counter for exact repeats within one export call. Span ids
+// (AppendSpanID) are the trace id and span id.
 // Because the hash covers the document bytes, records that differ only in
 // attribute order get different content ids, and records SS4O cannot tell
 // apart (the list under Decoding) get the same one; a change of this layout
