@@ -261,6 +261,10 @@ func (e *osExporter) maxBytes(n *routing.Node) int {
 	return m
 }
 
+// errNodeDied is the ErrorType of items not sent because their node was
+// marked dead while their sub-bulk waited for its window.
+const errNodeDied = "node_died_while_queued"
+
 // run sends one sub-bulk under its node's window and records each item's
 // verdict. Jobs of one round touch disjoint items.
 func (e *osExporter) run(ctx context.Context, c *call, j *job) {
@@ -268,6 +272,7 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 	if node == nil {
 		node = e.router.Pick()
 	}
+	alive := node.Alive()
 	w := node.Window()
 	tk, err := w.Acquire(ctx) // blocking here is the backpressure
 	if err != nil {
@@ -276,6 +281,21 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 			c.result[it] = bulk.Outcome{ErrorType: bulk.ErrCanceled}
 		}
 		j.err = err
+		return
+	}
+	if alive && !node.Alive() {
+		// A request to the node failed while this sub-bulk waited for its
+		// window (the node is marked dead): sending would only wait for the
+		// same failure, a whole request timeout when the node is silent.
+		// The items stay retryable; the next round locates them again,
+		// away from the node. (A node already dead when its sub-bulk was
+		// formed is sent to: every node was dead, and the request doubles
+		// as a health check.)
+		w.Release(tk, routing.Failure)
+		for _, it := range j.items {
+			c.class[it] = bulk.Retry
+			c.result[it] = bulk.Outcome{ErrorType: errNodeDied}
+		}
 		return
 	}
 	start := time.Now()

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -241,6 +242,65 @@ func TestNodeStoppedAndRestartedEmulator(t *testing.T) {
 	}
 	if got := count(t, sim.Addr(0), "logs-kill"); got != total {
 		t.Fatalf("stored %d, want %d", got, total)
+	}
+}
+
+// TestQueuedSubBulksSkipNodeThatDied: a node goes silent while several
+// calls' sub-bulks for it wait on its congestion window (ceiling 1). The
+// first one times out and marks the node dead; the others, admitted after
+// that, are not sent to it (each would wait a whole request timeout) but
+// handed back, and resent they are stored exactly once.
+func TestQueuedSubBulksSkipNodeThatDied(t *testing.T) {
+	sim := ossim.StartT(t, ossim.Options{Nodes: 2, NoHopLatency: true})
+	createIndex(t, sim.Addr(0), "logs-silent", 2, 0)
+	cfg := testConfig(sim.Addrs())
+	cfg.LogsIndex = "logs-silent"
+	cfg.Routing.WindowCeiling = 1
+	cfg.Timeout = 300 * time.Millisecond
+	cfg.Bulk.MaxAttempts = 1
+	e, reader := startExporter(t, cfg, signalLogs)
+	if err := e.pushLogs(context.Background(), makeLogs(0, 100)); err != nil {
+		t.Fatal(err)
+	}
+	waitRouted(t, e, "logs-silent")
+	if err := sim.Blackhole(1, true); err != nil {
+		t.Fatal(err)
+	}
+	const calls, per = 6, 200
+	errs := make([]error, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = e.pushLogs(context.Background(), makeLogs(1000*(i+1), per))
+		}()
+	}
+	wg.Wait()
+	node1 := sim.Node(1).Name()
+	down := sumMetric(t, reader, "otelcol.opensearchrouted.bulk_requests", map[string]string{"node": node1, "outcome": "node_down"})
+	if down != 1 {
+		t.Errorf("%d requests to the silent node failed; want 1 (the others were admitted after it was marked dead)", down)
+	}
+	if err := sim.Blackhole(1, false); err != nil {
+		t.Fatal(err)
+	}
+	handedBack := 0
+	for i, err := range errs {
+		for err != nil {
+			var le consumererror.Logs
+			if !errors.As(err, &le) {
+				t.Fatalf("call %d: %v", i, err)
+			}
+			handedBack += le.Data().LogRecordCount()
+			err = e.pushLogs(context.Background(), le.Data())
+		}
+	}
+	if handedBack < calls*per/4 {
+		t.Errorf("only %d records handed back; the silent node's share of %d should be", handedBack, calls*per)
+	}
+	if got, want := count(t, sim.Addr(0), "logs-silent"), 100+calls*per; got != want {
+		t.Fatalf("stored %d, want %d", got, want)
 	}
 }
 
