@@ -111,7 +111,8 @@ type BulkConfig struct {
 	// retry and queue (default 4).
 	MaxAttempts int `mapstructure:"max_attempts"`
 	// RetryBackoff is the first in-call backoff before resending rejected
-	// items; it doubles per attempt, with jitter (default 100ms).
+	// items; it doubles per attempt, with jitter, up to 30s per wait (or
+	// RetryBackoff itself if longer) (default 100ms).
 	RetryBackoff time.Duration `mapstructure:"retry_backoff"`
 }
 

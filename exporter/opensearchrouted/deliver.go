@@ -139,10 +139,31 @@ func (s signal) noun() string {
 	return "log records"
 }
 
-// backoff waits before attempt (≥ 2): RetryBackoff × 2^(attempt-2), with
-// jitter in [d/2, d). It returns false when ctx ends first.
+// maxRetryWait caps one in-call backoff (unless bulk.retry_backoff itself
+// is longer): doubling from 100ms reaches minutes by the 12th attempt, and
+// a call that sleeps holds one of the queue's consumers all along.
+const maxRetryWait = 30 * time.Second
+
+// retryWait is the backoff before attempt (≥ 2): first × 2^(attempt-2), at
+// most max(first, maxRetryWait).
+func retryWait(first time.Duration, attempt int) time.Duration {
+	if first <= 0 {
+		return 0
+	}
+	d := first
+	for i := 2; i < attempt && d < maxRetryWait; i++ {
+		d *= 2
+	}
+	if d > maxRetryWait {
+		d = max(first, maxRetryWait)
+	}
+	return d
+}
+
+// backoff waits before attempt (≥ 2): retryWait, with jitter in [d/2, d).
+// It returns false when ctx ends first.
 func (e *osExporter) backoff(ctx context.Context, attempt int) bool {
-	d := e.cfg.Bulk.RetryBackoff << (attempt - 2)
+	d := retryWait(e.cfg.Bulk.RetryBackoff, attempt)
 	if d <= 0 {
 		return ctx.Err() == nil
 	}

@@ -411,6 +411,29 @@ func TestRetrySetKeepsRepeatNumbering(t *testing.T) {
 	}
 }
 
+func TestRetryWait(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		first   time.Duration
+		attempt int
+		want    time.Duration
+	}{
+		{100 * ms, 2, 100 * ms},
+		{100 * ms, 3, 200 * ms},
+		{100 * ms, 10, 25600 * ms},
+		{100 * ms, 11, maxRetryWait},
+		{100 * ms, 100, maxRetryWait}, // a shift would have overflowed
+		{100 * ms, 1 << 30, maxRetryWait},
+		{time.Minute, 2, time.Minute}, // a longer first wait is kept
+		{time.Minute, 5, time.Minute},
+		{0, 50, 0},
+	} {
+		if got := retryWait(c.first, c.attempt); got != c.want {
+			t.Errorf("retryWait(%v, %d) = %v, want %v", c.first, c.attempt, got, c.want)
+		}
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	cases := map[string]func(*Config){
 		"endpoints: at least one endpoint":             func(c *Config) { c.Endpoints = nil },
