@@ -467,7 +467,9 @@ func (e *osExporter) encodeSpanRange(p *part, td ptrace.Traces, from, to int) {
 // still retryable and, for content ids, every earlier occurrence of the
 // same content, so that the resent call numbers its repeats exactly as this
 // one did and every record keeps its id (earlier occurrences already
-// stored come back 409 and count as duplicates).
+// stored come back 409 and count as duplicates; one refused permanently is
+// refused, logged and counted again: leaving it out would renumber the
+// later repeats onto ids already stored).
 func (c *call) retrySet(dst []int32) []int32 {
 	dst = dst[:0]
 	var maxOcc map[[16]byte]int32
