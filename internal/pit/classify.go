@@ -3,6 +3,7 @@ package pit
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 )
@@ -177,20 +178,27 @@ func (o *optInt) UnmarshalJSON(b []byte) error {
 	if neg {
 		b = b[1:]
 	}
-	if len(b) == 0 || len(b) > 18 {
+	// Any long: _version may be an external version up to 2^63-1 (epoch
+	// nanoseconds are 19 digits). 19 digits cannot overflow a uint64.
+	if len(b) == 0 || len(b) > 19 {
 		return fmt.Errorf("pit: integer out of range: %q", b)
 	}
-	var v int64
+	var u uint64
 	for _, c := range b {
 		if c < '0' || c > '9' {
 			return fmt.Errorf("pit: not an integer: %q", b)
 		}
-		v = v*10 + int64(c-'0')
+		u = u*10 + uint64(c-'0')
 	}
-	if neg {
-		v = -v
+	switch {
+	case !neg && u <= math.MaxInt64:
+		o.v = int64(u)
+	case neg && u <= math.MaxInt64+1:
+		o.v = -int64(u-1) - 1
+	default:
+		return fmt.Errorf("pit: integer out of range: %q", b)
 	}
-	o.v, o.ok = v, true
+	o.ok = true
 	return nil
 }
 

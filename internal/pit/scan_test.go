@@ -145,3 +145,38 @@ func TestValidNumber(t *testing.T) {
 		}
 	}
 }
+
+// TestLongFieldsFullRange: _version, _seq_no and _primary_term are longs;
+// an external version may be epoch nanoseconds (19 digits).
+func TestLongFieldsFullRange(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1700000000000000000", 1700000000000000000, true},
+		{"9223372036854775807", 9223372036854775807, true},
+		{"-9223372036854775808", -9223372036854775808, true},
+		{"-1", -1, true},
+		{"0", 0, true},
+		{"9223372036854775808", 0, false},
+		{"-9223372036854775809", 0, false},
+		{"99999999999999999999", 0, false},
+		{"1e3", 0, false},
+		{"-", 0, false},
+	} {
+		var o optInt
+		err := o.UnmarshalJSON([]byte(c.in))
+		if (err == nil) != c.ok || (c.ok && o.v != c.want) {
+			t.Errorf("%s: got %d, %v", c.in, o.v, err)
+		}
+	}
+	body := `{"hits":{"hits":[{"_index":"logs","_id":"a","_version":1700000000000000000,"_seq_no":9223372036854775807,"_primary_term":1,"_source":{},"sort":[1,"a"]}]}}`
+	r, err := decodeSearch([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := r.Hits.Hits[0]; h.Version.value() != 1700000000000000000 || h.SeqNo.value() != 9223372036854775807 {
+		t.Fatalf("decoded %+v", h)
+	}
+}
