@@ -24,12 +24,13 @@
 //
 // On context loss the Paginator opens a new PIT on the same indices and
 // resumes from the last cursor (the sort values of the last hit it
-// fetched), at most MaxRecreateAttempts times per Paginator, after a capped
-// exponential backoff with full jitter. The new PIT is a newer snapshot:
-// documents written or updated since the first PIT may appear. After a
-// recreate, hits are checked against a bounded window of recently emitted
-// (index, _id) pairs: an already emitted hit with the same version is
-// skipped, one with a different version is emitted with ErrHitOutOfOrder.
+// fetched), at most MaxRecreateAttempts times in a row (a page read resets
+// the count), after a capped exponential backoff with full jitter. The new
+// PIT is a newer snapshot: documents written or updated since the first PIT
+// may appear. After a recreate, hits are checked against a bounded window
+// of recently emitted (index, _id) pairs: an already emitted hit with the
+// same version is skipped, one with a different version is emitted with
+// ErrHitOutOfOrder.
 // Pages drop duplicates the same way (seed 004 left Pages emit-all).
 //
 // # Errors returned with a valid value

@@ -25,7 +25,8 @@ var (
 	// ErrContextLost: the PIT lost search contexts and recreation was
 	// disabled or its budget was spent. The error is a *ContextLostError.
 	ErrContextLost = errors.New("pit: search contexts lost")
-	// ErrRecreateExhausted: MaxRecreateAttempts recreations were used.
+	// ErrRecreateExhausted: MaxRecreateAttempts recreations in a row
+	// brought no page.
 	ErrRecreateExhausted = errors.New("pit: recreate attempts exhausted")
 	// ErrClosed: the Paginator was closed.
 	ErrClosed = errors.New("pit: paginator closed")

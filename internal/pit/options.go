@@ -85,9 +85,12 @@ type Options struct {
 	// deletes that one on Close.
 	ExistingPITID string
 
-	// MaxRecreateAttempts bounds PIT recreations over the Paginator's life,
-	// counting failed attempts. Zero means 3; negative disables recreation
-	// (context loss is then fatal).
+	// MaxRecreateAttempts bounds PIT recreations in a row, counting failed
+	// attempts: a page read from a recreated PIT starts the count again, so
+	// a long read survives any number of losses that are far apart (a PIT
+	// that expired while the caller paused for longer than KeepAlive, a
+	// rolling restart). Zero means 3; negative disables recreation (context
+	// loss is then fatal).
 	MaxRecreateAttempts int
 	// MaxRetries bounds consecutive retries of a request whose PIT
 	// survived a transport error, 429 or 5xx, and of a failed PIT

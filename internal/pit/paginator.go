@@ -76,7 +76,7 @@ type Paginator struct {
 
 	// Owned by the iterating goroutine (busy).
 	fetchCursor []json.RawMessage // search_after of the next search
-	recreates   int               // recreate attempts used
+	recreates   int               // recreate attempts since the last page read
 	priorPIT    string            // set by a recreate until the next page is emitted
 	broke       bool
 	done        bool
@@ -379,7 +379,11 @@ func (p *Paginator) fetch(ctx context.Context) (*Page, error) {
 				out, noProbe = outTransient, true
 				cause = fmt.Errorf("pit: search on %s timed out on the server (partial results discarded)", redact(node))
 			default:
-				return p.process(resp, other)
+				pg, err := p.process(resp, other)
+				if err == nil {
+					p.recreates = 0 // progress: the budget bounds recreations in a row
+				}
+				return pg, err
 			}
 		}
 		switch out {

@@ -723,6 +723,46 @@ func TestRecreateBudgetIsBounded(t *testing.T) {
 	}
 }
 
+// TestRecreateBudgetResetsOnProgress: the PIT is lost before every other
+// page (as when the caller pauses longer than the keep-alive between
+// pages, again and again). One recreation each time, then a page: a read
+// of ten pages needs nine recreations with a budget of one in a row.
+func TestRecreateBudgetResetsOnProgress(t *testing.T) {
+	fc := newFakeCluster(t, 2, 2)
+	fc.fill("logs", 1000)
+	var s sleeper
+	searches := 0
+	fc.setHook(func(kind string, node int, body map[string]any, w http.ResponseWriter) bool {
+		if kind == "search" {
+			searches++
+			if searches > 1 && searches%2 == 0 {
+				fc.restart(0)
+			}
+		}
+		return false
+	})
+	o := opts(fc, &s)
+	o.MaxRecreateAttempts = 1
+	p := mustOpen(t, o)
+	defer p.Close(context.Background())
+	r := readHits(t, p, nil)
+	for _, err := range r.errs {
+		if IsFatal(err) {
+			t.Fatalf("after %d hits: %v", len(r.hits), err)
+		}
+	}
+	ids := map[string]bool{}
+	for _, h := range r.hits {
+		ids[h.ID] = true
+	}
+	if len(r.hits) != 1000 || len(ids) != 1000 {
+		t.Fatalf("%d hits, %d distinct, want 1000", len(r.hits), len(ids))
+	}
+	if st := p.Stats(); st.PITsRecreated < 5 {
+		t.Fatalf("only %d recreations: the test did not lose the PIT between pages", st.PITsRecreated)
+	}
+}
+
 func TestRecreateDisabled(t *testing.T) {
 	fc := newFakeCluster(t, 1, 1)
 	fc.fill("logs", 300)
