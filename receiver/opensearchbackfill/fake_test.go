@@ -3,12 +3,14 @@ package opensearchbackfill
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -179,14 +181,16 @@ func TestUnexpectedDocumentShapes(t *testing.T) {
 	tcfg := testConfig([]string{f2.URL}, "events")
 	tcfg.Discovery.Enabled = false
 	tcfg.Signal = SignalTraces
-	traces := new(consumertest.TracesSink)
+	// The pipeline refuses the page twice: the documents that are not
+	// spans are still counted and logged once.
+	traces := &refuseTraces{refuse: 2}
 	th := mustStart(t, tcfg, traces, nil)
 	th.wait(t, 10*time.Second)
-	if traces.SpanCount() != 1 {
-		t.Fatalf("traces: %d spans", traces.SpanCount())
+	if traces.SpanCount() != 1 || traces.calls.Load() != 3 {
+		t.Fatalf("traces: %d spans in %d calls", traces.SpanCount(), traces.calls.Load())
 	}
 	if got := th.metric(t, "otelcol.opensearchbackfill.documents.skipped", map[string]string{"reason": "foreign"}); got != int64(len(shapes)-1) {
-		t.Errorf("skipped = %d", got)
+		t.Errorf("skipped = %d, want %d", got, len(shapes)-1)
 	}
 	if th.logs.FilterMessageSnippet("are not spans").Len() != 1 {
 		t.Error("skipped documents not logged")
@@ -336,4 +340,19 @@ func TestShutdownLeavesNoGoroutines(t *testing.T) {
 	}
 	f.Close()
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+}
+
+// refuseTraces refuses its first refuse calls (retryable), then keeps what
+// it is given.
+type refuseTraces struct {
+	consumertest.TracesSink
+	refuse int64
+	calls  atomic.Int64
+}
+
+func (r *refuseTraces) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	if r.calls.Add(1) <= r.refuse {
+		return errors.New("busy")
+	}
+	return r.TracesSink.ConsumeTraces(ctx, td)
 }

@@ -382,8 +382,8 @@ func (r *backfillReceiver) deliver(ctx context.Context, s *slice, hits []pit.Hit
 		return err
 	}
 	bo := newBackoff(r.cfg.RetryOnFailure)
-	for {
-		n, err := r.consume(ctx, s, hits)
+	for first := true; ; first = false {
+		n, err := r.consume(ctx, s, hits, first)
 		if err == nil {
 			r.delivered.Add(int64(n))
 			return nil
@@ -411,7 +411,9 @@ func (r *backfillReceiver) deliver(ctx context.Context, s *slice, hits []pit.Hit
 
 // consume converts the hits (anew on every attempt: a refused pdata is not
 // reused) and calls the next consumer. n is the number of items offered.
-func (r *backfillReceiver) consume(ctx context.Context, s *slice, hits []pit.Hit) (int, error) {
+// Documents that cannot be delivered (not spans, with signal traces) are
+// counted and logged on the first attempt only.
+func (r *backfillReceiver) consume(ctx context.Context, s *slice, hits []pit.Hit, first bool) (int, error) {
 	if r.logs != nil {
 		ld := s.conv.toLogs(hits)
 		n := ld.LogRecordCount()
@@ -421,7 +423,7 @@ func (r *backfillReceiver) consume(ctx context.Context, s *slice, hits []pit.Hit
 		return n, err
 	}
 	td, skip := s.conv.toTraces(hits)
-	if len(skip) > 0 {
+	if len(skip) > 0 && first {
 		r.tel.OtelcolOpensearchbackfillDocumentsSkipped.Add(ctx, int64(len(skip)), metric.WithAttributes(attribute.String("reason", "foreign")))
 		r.log.Warn("Documents that are not spans of the SS4O layout were skipped (signal is traces)",
 			zap.Int("slice", s.id), zap.Int("count", len(skip)),
