@@ -42,9 +42,12 @@
 // thing the iterator yields. Use [IsFatal] to tell them apart.
 //
 // Shard failures that are not context loss (circuit breaker, task
-// cancelled, ...) are never retried: the cursor moves past them, the
-// documents of the failed shard in that range are not read, and the page
-// carries ErrShardFailure with the failures.
+// cancelled, ...) are not retried when the page has hits: the cursor moves
+// past them, the documents of the failed shard in that range are not read,
+// and the page carries ErrShardFailure with the failures. A page with no
+// hit would not move the cursor, and giving it up would end the read and
+// drop all the failed shards' remaining documents: it is retried like a
+// transient failure (MaxRetries), then emitted with ErrShardFailure.
 //
 // # Concurrency
 //

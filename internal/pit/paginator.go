@@ -378,6 +378,15 @@ func (p *Paginator) fetch(ctx context.Context) (*Page, error) {
 			case resp.TimedOut:
 				out, noProbe = outTransient, true
 				cause = fmt.Errorf("pit: search on %s timed out on the server (partial results discarded)", redact(node))
+			case len(other) > 0 && len(resp.Hits.Hits) == 0 && retries < p.cfg.MaxRetries:
+				// No hit, so the cursor would not move past the failed
+				// shards: giving the page up would drop the rest of their
+				// documents, not one page's range. The same search asks
+				// for the same range again, and the failure may pass (a
+				// circuit breaker); after MaxRetries the page is emitted
+				// with ErrShardFailure and the read ends, as documented.
+				out, noProbe = outTransient, true
+				cause = &ShardFailureError{Failures: other}
 			default:
 				pg, err := p.process(resp, other)
 				if err == nil {

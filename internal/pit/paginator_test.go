@@ -598,8 +598,40 @@ func TestShardFailureOnPagesAndEmptyPage(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d pages", n)
 	}
-	if got := p.Stats().ShardFailures["task_cancelled_exception"]; got != 2 {
-		t.Errorf("counted %d", got)
+	// An empty page's failures are retried first (3 times), each counted.
+	if got := p.Stats().ShardFailures["task_cancelled_exception"]; got != 8 || s.count() != 3 {
+		t.Errorf("counted %d, %d waits", got, s.count())
+	}
+}
+
+// TestEmptyPageShardFailurePasses: the last page comes back with no hit and
+// a shard failed (a circuit breaker tripped); giving it up would drop the
+// rest of that shard. It is asked again and the read completes.
+func TestEmptyPageShardFailurePasses(t *testing.T) {
+	fc := newFakeCluster(t, 1, 2)
+	fc.fill("logs", 250)
+	var s sleeper
+	searches := 0
+	fc.setHook(func(kind string, node int, body map[string]any, w http.ResponseWriter) bool {
+		if kind != "search" {
+			return false
+		}
+		searches++
+		if searches == 2 {
+			writeJSON(w, 200, `{"_shards":{"total":2,"successful":1,"skipped":0,"failed":1,"failures":[`+
+				`{"shard":1,"index":"logs","reason":{"type":"circuit_breaking_exception","reason":"[parent] Data too large"}}]},"hits":{"hits":[]}}`)
+			return true
+		}
+		return false
+	})
+	p := mustOpen(t, opts(fc, &s))
+	defer p.Close(context.Background())
+	r := readHits(t, p, nil)
+	if len(r.hits) != 250 || len(r.errs) != 0 {
+		t.Fatalf("%d hits, errors %v", len(r.hits), r.errs)
+	}
+	if st := p.Stats(); st.Retries != 1 || st.ShardFailures["circuit_breaking_exception"] != 1 {
+		t.Errorf("stats %+v", st)
 	}
 }
 
@@ -1277,7 +1309,8 @@ func TestGroupedShardFailures(t *testing.T) {
 	var s sleeper
 	const failure = `{"shard":1,"index":"logs","node":"node0","reason":{"type":"circuit_breaking_exception","reason":"[parent] Data too large"}}`
 	fc.setHook(func(kind string, node int, body map[string]any, w http.ResponseWriter) bool {
-		if kind == "search" && fc.searchCount() == 1 {
+		// An empty page is asked again (3 retries): fail all four.
+		if kind == "search" && fc.searchCount() <= 4 {
 			fc.mu.Lock()
 			fc.searches++
 			fc.mu.Unlock()
@@ -1293,7 +1326,7 @@ func TestGroupedShardFailures(t *testing.T) {
 		t.Fatalf("errs = %v", r.errs)
 	}
 	st := p.Stats()
-	if st.ShardFailures["circuit_breaking_exception"] != 1 || st.ShardFailures["unknown"] != 0 {
+	if st.ShardFailures["circuit_breaking_exception"] != 4 || st.ShardFailures["unknown"] != 0 {
 		t.Fatalf("shard failures %v", st.ShardFailures)
 	}
 }
