@@ -275,6 +275,9 @@ func (fc *fakeCluster) handleOpen(w http.ResponseWriter, r *http.Request) {
 			}
 			return 1
 		}
+		if c := strings.Compare(a.Index, b.Index); c != 0 {
+			return c
+		}
 		return strings.Compare(a.ID, b.ID)
 	})
 	fc.pits[p.id] = p
@@ -326,10 +329,11 @@ func (fc *fakeCluster) handleSearch(w http.ResponseWriter, body map[string]any) 
 		size = int(v)
 	}
 	var after *fakeDoc
-	if sa, ok := body["search_after"].([]any); ok {
+	if sa, ok := body["search_after"].([]any); ok && len(sa) == 3 { // the default sort: @timestamp, _index, _id
 		ts, _ := sa[0].(float64)
-		aid, _ := sa[1].(string)
-		after = &fakeDoc{TS: int64(ts), ID: aid}
+		aix, _ := sa[1].(string)
+		aid, _ := sa[2].(string)
+		after = &fakeDoc{TS: int64(ts), Index: aix, ID: aid}
 	}
 	sliceID, sliceMax := 0, 1
 	if sl, ok := body["slice"].(map[string]any); ok {
@@ -369,11 +373,11 @@ func (fc *fakeCluster) handleSearch(w http.ResponseWriter, body map[string]any) 
 			if !alive[d.Shard] || int(shardOf("slice"+d.ID, 1<<16))%sliceMax != sliceID {
 				continue
 			}
-			if after != nil && (d.TS < after.TS || (d.TS == after.TS && d.ID <= after.ID)) {
+			if after != nil && (d.TS < after.TS || (d.TS == after.TS && (d.Index < after.Index || (d.Index == after.Index && d.ID <= after.ID)))) {
 				continue
 			}
-			hits = append(hits, fmt.Sprintf(`{"_index":%q,"_id":%q,"_version":%d,"_seq_no":%d,"_primary_term":1,"_score":null,"_source":{"n":%q},"sort":[%d,%q]}`,
-				d.Index, d.ID, d.Version, d.Version-1, d.ID, d.TS, d.ID))
+			hits = append(hits, fmt.Sprintf(`{"_index":%q,"_id":%q,"_version":%d,"_seq_no":%d,"_primary_term":1,"_score":null,"_source":{"n":%q},"sort":[%d,%q,%q]}`,
+				d.Index, d.ID, d.Version, d.Version-1, d.ID, d.TS, d.Index, d.ID))
 			if len(hits) == size {
 				break
 			}

@@ -27,10 +27,14 @@ const (
 	backoffCap  = 10 * time.Second
 )
 
-// DefaultSort is the sort used when Options.Sort is empty: @timestamp then
-// _id, both ascending. unmapped_type lets indices without @timestamp take
+// DefaultSort is the sort used when Options.Sort is empty: @timestamp, then
+// _index, then _id, all ascending. An _id is unique within one index only:
+// without _index, two documents of different indices (backing indices of
+// one data stream, indices matched by one pattern) with the same _id and
+// the same @timestamp would tie, and search_after would skip the second
+// at a page boundary. unmapped_type lets indices without @timestamp take
 // part (their documents sort as missing, last).
-var DefaultSort = json.RawMessage(`[{"@timestamp":{"order":"asc","unmapped_type":"date"}},{"_id":{"order":"asc"}}]`)
+var DefaultSort = json.RawMessage(`[{"@timestamp":{"order":"asc","unmapped_type":"date"}},{"_index":{"order":"asc"}},{"_id":{"order":"asc"}}]`)
 
 // Slice selects one of Max disjoint parts of the documents (0 <= ID < Max).
 type Slice struct {

@@ -84,7 +84,7 @@ func TestOptionValidation(t *testing.T) {
 		{"tiny keep-alive", func(o *Options) { o.KeepAlive = time.Microsecond }, "KeepAlive", "1ms"},
 		{"slice id out of range", func(o *Options) { o.Slice = &Slice{ID: 4, Max: 4} }, "Slice", "id 4 max 4"},
 		{"slice max zero", func(o *Options) { o.Slice = &Slice{} }, "Slice", "max 0"},
-		{"cursor length", func(o *Options) { o.SearchAfter = []json.RawMessage{json.RawMessage(`1`)} }, "SearchAfter", "1 values for 2 sort fields"},
+		{"cursor length", func(o *Options) { o.SearchAfter = []json.RawMessage{json.RawMessage(`1`)} }, "SearchAfter", "1 values for 3 sort fields"},
 		{"cursor json", func(o *Options) { o.SearchAfter = []json.RawMessage{json.RawMessage(`1`), json.RawMessage(`x`)} }, "SearchAfter", "value 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

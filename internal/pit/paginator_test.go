@@ -132,7 +132,7 @@ func TestReadsEverythingInOrderAndClosesPIT(t *testing.T) {
 		t.Fatalf("hits not complete and in order: got %d", len(r.hits))
 	}
 	for i, h := range r.hits {
-		if h.Index != "logs" || h.Version != 1 || h.SeqNo != 0 || h.PrimaryTerm != 1 || len(h.Sort) != 2 {
+		if h.Index != "logs" || h.Version != 1 || h.SeqNo != 0 || h.PrimaryTerm != 1 || len(h.Sort) != 3 {
 			t.Fatalf("hit %d decoded wrong: %+v", i, h)
 		}
 		if string(h.Source) != fmt.Sprintf(`{"n":%q}`, h.ID) {
@@ -143,7 +143,7 @@ func TestReadsEverythingInOrderAndClosesPIT(t *testing.T) {
 	if fc.searches != 13 {
 		t.Errorf("searches = %d, want 13", fc.searches)
 	}
-	if c := p.Cursor(); len(c) != 2 || string(c[1]) != `"doc-01233"` {
+	if c := p.Cursor(); len(c) != 3 || string(c[1]) != `"logs"` || string(c[2]) != `"doc-01233"` {
 		t.Errorf("cursor after the end = %s", c)
 	}
 	if err := p.Close(context.Background()); err != nil {
@@ -182,7 +182,7 @@ func TestRequestShape(t *testing.T) {
 	o.Source = json.RawMessage(`["n"]`)
 	o.Query = json.RawMessage(`{ "term": {"x": 1} }`)
 	// A long sort value past 2^53 must travel verbatim.
-	o.SearchAfter = []json.RawMessage{json.RawMessage(`-9223372036854775808`), json.RawMessage(`""`)}
+	o.SearchAfter = []json.RawMessage{json.RawMessage(`-9223372036854775808`), json.RawMessage(`""`), json.RawMessage(`""`)}
 	p := mustOpen(t, o)
 	readHits(t, p, nil)
 	if err := p.Close(context.Background()); err != nil {
@@ -206,12 +206,12 @@ func TestRequestShape(t *testing.T) {
 	if fmt.Sprint(b["slice"]) != "map[id:1 max:2]" || fmt.Sprint(b["_source"]) != "[n]" || fmt.Sprint(b["query"]) != "map[term:map[x:1]]" {
 		t.Errorf("body = %v", b)
 	}
-	if fmt.Sprint(b["sort"]) != "[map[@timestamp:map[order:asc unmapped_type:date]] map[_id:map[order:asc]]]" {
+	if fmt.Sprint(b["sort"]) != "[map[@timestamp:map[order:asc unmapped_type:date]] map[_index:map[order:asc]] map[_id:map[order:asc]]]" {
 		t.Errorf("sort = %v", b["sort"])
 	}
 	// The exact bytes of the cursor: re-encode what our client sent.
 	raw := string(p.searchBodyFor(t, o.SearchAfter))
-	if !strings.Contains(raw, `"search_after":[-9223372036854775808,""]`) {
+	if !strings.Contains(raw, `"search_after":[-9223372036854775808,"",""]`) {
 		t.Errorf("search_after not verbatim: %s", raw)
 	}
 	p.cfg.Slice = &Slice{ID: 0, Max: 1}
@@ -295,7 +295,7 @@ func TestPartialContextLossRecreatesAndResumes(t *testing.T) {
 	}
 	e := events[0]
 	if e.OldPITID != firstPIT || e.NewPITID != p.PITID() || e.Attempt != 1 || len(e.FailedShards) != 2 ||
-		e.FailedShards[0].Type != typeContextMissing || string(e.Cursor[1]) != `"doc-00299"` || e.Cause == nil {
+		e.FailedShards[0].Type != typeContextMissing || string(e.Cursor[2]) != `"doc-00299"` || e.Cause == nil {
 		t.Errorf("event = %+v", e)
 	}
 	st := p.Stats()
@@ -548,7 +548,7 @@ func TestOtherShardFailureIsNotRetried(t *testing.T) {
 			// The second page: shard 1 failed, shard 0's hits are here.
 			writeJSON(w, 200, `{"pit_id":"`+body["pit"].(map[string]any)["id"].(string)+`","took":1,"timed_out":false,`+
 				`"_shards":{"total":2,"successful":1,"skipped":0,"failed":1,"failures":[`+failure+`]},`+
-				`"hits":{"hits":[{"_index":"logs","_id":"doc-00100","_version":1,"_seq_no":0,"_primary_term":1,"_source":{},"sort":[1700000000033,"doc-00100"]}]}}`)
+				`"hits":{"hits":[{"_index":"logs","_id":"doc-00100","_version":1,"_seq_no":0,"_primary_term":1,"_source":{},"sort":[1700000000033,"logs","doc-00100"]}]}}`)
 			return true
 		}
 		return false
@@ -657,7 +657,7 @@ func TestDedupAfterRecreate(t *testing.T) {
 				}
 				pitID, _ := body["pit"].(map[string]any)["id"].(string)
 				if pitID != firstPIT && replayed.CompareAndSwap(false, true) {
-					body["search_after"] = []any{float64(1_700_000_000_000 + 50), "doc-00150"}
+					body["search_after"] = []any{float64(1_700_000_000_000 + 50), "logs", "doc-00150"}
 				}
 				return false
 			})
@@ -919,7 +919,7 @@ func TestCursorResume(t *testing.T) {
 			break
 		}
 	}
-	if c := p.Cursor(); string(c[1]) != `"doc-00129"` {
+	if c := p.Cursor(); string(c[2]) != `"doc-00129"` {
 		t.Fatalf("cursor %s", c)
 	}
 	for pg, err := range p.Pages(context.Background()) {
@@ -933,7 +933,7 @@ func TestCursorResume(t *testing.T) {
 	}
 	cur := p.Cursor()
 	p.Close(context.Background())
-	if string(cur[1]) != `"doc-00299"` {
+	if string(cur[2]) != `"doc-00299"` {
 		t.Fatalf("cursor %s", cur)
 	}
 	// A new paginator (a restarted collector) resumes from the checkpoint.
@@ -1328,5 +1328,30 @@ func TestGroupedShardFailures(t *testing.T) {
 	st := p.Stats()
 	if st.ShardFailures["circuit_breaking_exception"] != 4 || st.ShardFailures["unknown"] != 0 {
 		t.Fatalf("shard failures %v", st.ShardFailures)
+	}
+}
+
+// TestSameIDInTwoIndices: an _id is unique within one index only. Two
+// documents of different indices with the same _id and @timestamp must not
+// tie under the default sort (search_after would skip the second at a
+// page boundary): _index sits between them. Checked against the real
+// server's order in the real-cluster tests.
+func TestSameIDInTwoIndices(t *testing.T) {
+	fc := newFakeCluster(t, 1, 1)
+	fc.put("logs-a", "same", 1000)
+	fc.put("logs-b", "same", 1000)
+	fc.put("logs-a", "zzz", 1000)
+	var s sleeper
+	o := opts(fc, &s)
+	o.Indices, o.PageSize = []string{"logs-a", "logs-b"}, 1
+	p := mustOpen(t, o)
+	defer p.Close(context.Background())
+	r := readHits(t, p, nil)
+	var got []string
+	for _, h := range r.hits {
+		got = append(got, h.Index+"/"+h.ID)
+	}
+	if want := []string{"logs-a/same", "logs-a/zzz", "logs-b/same"}; !slices.Equal(got, want) || len(r.errs) != 0 {
+		t.Fatalf("read %v (errors %v), want %v", got, r.errs, want)
 	}
 }

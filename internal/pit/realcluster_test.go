@@ -76,7 +76,7 @@ func TestRealClusterNodeKilledMidRead(t *testing.T) {
 		}
 		for _, h := range pg.Hits {
 			seen[h.ID]++
-			if h.Version != 1 || h.SeqNo < 0 || h.PrimaryTerm < 1 || len(h.Sort) != 2 {
+			if h.Version != 1 || h.SeqNo < 0 || h.PrimaryTerm < 1 || len(h.Sort) != 3 {
 				t.Fatalf("hit %+v", h)
 			}
 			// The default sort is (@timestamp, _id): ids come in order.
@@ -114,5 +114,39 @@ func TestRealClusterNodeKilledMidRead(t *testing.T) {
 	}
 	if err := json.Unmarshal(raw, &list); err != nil || len(list.Pits) != 0 {
 		t.Errorf("PITs left on the server: %s", raw)
+	}
+}
+
+// TestRealClusterSameIDInTwoIndices: on the real server, two documents of
+// different indices with the same _id and @timestamp are both read with
+// the default sort, one per page. (With @timestamp and _id alone the
+// server returns them as a tie and search_after skips the second.)
+func TestRealClusterSameIDInTwoIndices(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{Nodes: 1})
+	base := c.Addr(0)
+	for _, ix := range []string{"tie-a", "tie-b"} {
+		call(t, "PUT", base+"/"+ix, `{"settings":{"number_of_shards":2,"number_of_replicas":0},"mappings":{"properties":{"@timestamp":{"type":"date"}}}}`)
+	}
+	call(t, "POST", base+"/_bulk?refresh=true", `{"index":{"_index":"tie-a","_id":"same"}}
+{"@timestamp":"2024-01-01T00:00:00Z"}
+{"index":{"_index":"tie-b","_id":"same"}}
+{"@timestamp":"2024-01-01T00:00:00Z"}
+{"index":{"_index":"tie-a","_id":"zzz"}}
+{"@timestamp":"2024-01-01T00:00:00Z"}
+`)
+	p, err := pit.Open(context.Background(), pit.Options{Endpoints: c.Addrs(), Indices: []string{"tie-*"}, PageSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	var got []string
+	for h, err := range p.Hits(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, h.Index+"/"+h.ID)
+	}
+	if want := "[tie-a/same tie-a/zzz tie-b/same]"; fmt.Sprint(got) != want {
+		t.Fatalf("read %v, want %s", got, want)
 	}
 }

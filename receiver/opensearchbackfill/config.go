@@ -53,7 +53,9 @@ type Config struct {
 	StartTime time.Time `mapstructure:"start_time"`
 	EndTime   time.Time `mapstructure:"end_time"`
 	// Sort is a JSON sort array, stable across points in time and ending in
-	// a unique tiebreaker (default: @timestamp then _id, ascending).
+	// a unique tiebreaker (default: @timestamp, _index, then _id, all
+	// ascending; a sort over several indices needs _index before _id, as
+	// an _id is unique within one index only).
 	Sort string `mapstructure:"sort"`
 
 	// PageSize is the number of documents per search (default 1000).
@@ -305,9 +307,15 @@ func (c *Config) query() (json.RawMessage, error) {
 
 // fingerprint identifies what a checkpoint was taken for: a checkpoint of
 // another read (other indices, query, sort or slice count) is not resumed.
+// The sort is the one sent: a checkpoint's cursor holds one value per sort
+// field, so one taken under an older default sort cannot be resumed.
 func (c *Config) fingerprint() string {
 	q, _ := c.query()
-	b, _ := json.Marshal([]any{c.Indices, json.RawMessage(orNull(q)), c.Sort, c.Slices, c.Signal})
+	sort := c.Sort
+	if sort == "" {
+		sort = string(pit.DefaultSort)
+	}
+	b, _ := json.Marshal([]any{c.Indices, json.RawMessage(orNull(q)), sort, c.Slices, c.Signal})
 	return string(b)
 }
 

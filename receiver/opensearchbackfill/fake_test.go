@@ -64,9 +64,10 @@ func (f *fakeServer) searchCount() int {
 	return len(f.searches)
 }
 
-// hitJSON is one hit with the given _source (raw JSON, or "" for none).
+// hitJSON is one hit with the given _source (raw JSON, or "" for none) and
+// the sort values of the default sort (@timestamp, _index, _id).
 func hitJSON(id, source string, sort int) string {
-	h := `{"_index":"events","_id":"` + id + `","_version":1,"_seq_no":1,"_primary_term":1,"sort":[` + itoa(sort) + `,"` + id + `"]`
+	h := `{"_index":"events","_id":"` + id + `","_version":1,"_seq_no":1,"_primary_term":1,"sort":[` + itoa(sort) + `,"events","` + id + `"]`
 	if source != "" {
 		h += `,"_source":` + source
 	}
@@ -115,7 +116,7 @@ func TestShardFailureSurfacesAndIsNotRetried(t *testing.T) {
 	f.mu.Lock()
 	second := f.searches[1]
 	f.mu.Unlock()
-	if !strings.Contains(second, `"search_after":[2,"b"]`) {
+	if !strings.Contains(second, `"search_after":[2,"events","b"]`) {
 		t.Errorf("second search %s", second)
 	}
 	if !h.host.completed() {
@@ -208,7 +209,7 @@ func stringify(m map[string]any) string { b, _ := json.Marshal(m); return string
 // A cursor (sort values) past 2^53 and strings travel verbatim into the
 // checkpoint and back into search_after.
 func TestCheckpointKeepsCursorVerbatim(t *testing.T) {
-	big := `{"_index":"events","_id":"x","sort":[9223372036854775807,"x"],"_source":{"n":1}}`
+	big := `{"_index":"events","_id":"x","sort":[9223372036854775807,"events","x"],"_source":{"n":1}}`
 	f := newFakeServer(t, page(okShards, big))
 	store := newMemStorage()
 	cfg := testConfig([]string{f.URL}, "events")
@@ -222,13 +223,13 @@ func TestCheckpointKeepsCursorVerbatim(t *testing.T) {
 	f.mu.Lock()
 	second := f.searches[1]
 	f.mu.Unlock()
-	if !strings.Contains(second, `"search_after":[9223372036854775807,"x"]`) {
+	if !strings.Contains(second, `"search_after":[9223372036854775807,"events","x"]`) {
 		t.Errorf("follow-up search %s", second)
 	}
 	store.mu.Lock()
 	cp := string(store.data["slice_0_of_1"])
 	store.mu.Unlock()
-	if !strings.Contains(cp, `"cursor":[9223372036854775807,"x"]`) {
+	if !strings.Contains(cp, `"cursor":[9223372036854775807,"events","x"]`) {
 		t.Errorf("checkpoint %s", cp)
 	}
 }
