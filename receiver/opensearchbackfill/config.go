@@ -64,9 +64,9 @@ type Config struct {
 	Slices int `mapstructure:"slices"`
 	// KeepAlive of each point in time, renewed by every search (default 5m).
 	KeepAlive time.Duration `mapstructure:"keep_alive"`
-	// MaxRecreateAttempts bounds the recreations of a lost PIT per slice
-	// and per read (default 3; negative: never recreate, context loss fails
-	// the slice).
+	// MaxRecreateAttempts bounds the recreations of a lost PIT in a row,
+	// per slice: a page read starts the count again (default 3; negative:
+	// never recreate, context loss fails the slice).
 	MaxRecreateAttempts int `mapstructure:"max_recreate_attempts"`
 	// DedupWindow is the number of recently emitted documents remembered
 	// per slice to skip duplicates after a PIT recreation (default 32768;
