@@ -41,11 +41,18 @@ type Window struct {
 	inFlight int
 	acked    int    // successes counted towards the next +1 in congestion avoidance
 	epoch    uint64 // bumped at every decrease
-	waiters  []chan struct{}
+	waiters  []*waiter
 }
 
 // Ticket records the window epoch a request was admitted in.
 type Ticket struct{ epoch uint64 }
+
+// waiter is an Acquire blocked on a full window. The releaser that grants
+// it a slot records the epoch of the grant, then closes ready.
+type waiter struct {
+	ready chan struct{}
+	epoch uint64
+}
 
 // NewWindow returns a window in slow start with the given ceiling (≥ 1).
 func NewWindow(ceiling int) *Window {
@@ -65,21 +72,20 @@ func (w *Window) Acquire(ctx context.Context) (Ticket, error) {
 		w.mu.Unlock()
 		return t, nil
 	}
-	ch := make(chan struct{})
-	w.waiters = append(w.waiters, ch)
+	wt := &waiter{ready: make(chan struct{})}
+	w.waiters = append(w.waiters, wt)
 	w.mu.Unlock()
 
 	select {
-	case <-ch:
-		// Granted: the releaser counted us in inFlight.
-		w.mu.Lock()
-		t := Ticket{w.epoch}
-		w.mu.Unlock()
-		return t, nil
+	case <-wt.ready:
+		// Granted: the releaser counted us in inFlight, in the epoch of the
+		// grant (a decrease after it must not make this request's
+		// rejection count as a new round's).
+		return Ticket{wt.epoch}, nil
 	case <-ctx.Done():
 		w.mu.Lock()
 		for i, c := range w.waiters {
-			if c == ch {
+			if c == wt {
 				w.waiters = append(w.waiters[:i], w.waiters[i+1:]...)
 				w.mu.Unlock()
 				return Ticket{}, ctx.Err()
@@ -196,10 +202,11 @@ func (w *Window) decreaseLocked() {
 // must hold mu; grants slots to waiters in arrival order.
 func (w *Window) wakeLocked() {
 	for len(w.waiters) > 0 && w.inFlight < w.cwnd {
-		ch := w.waiters[0]
+		wt := w.waiters[0]
 		w.waiters[0] = nil
 		w.waiters = w.waiters[1:]
 		w.inFlight++
-		close(ch)
+		wt.epoch = w.epoch
+		close(wt.ready)
 	}
 }

@@ -181,3 +181,39 @@ func TestWindowCeilingChange(t *testing.T) {
 		t.Fatalf("%d %d %d", c, ss, ceil)
 	}
 }
+
+// TestWaiterTicketHasGrantEpoch: a blocked Acquire is granted a slot by a
+// release; a rejection from the same flight then halves the window. The
+// granted request was admitted before that decrease, so its own rejection
+// must not halve the window again (once per round), however late its
+// goroutine runs.
+func TestWaiterTicketHasGrantEpoch(t *testing.T) {
+	w := NewWindow(8)
+	for i := 0; i < 3; i++ { // slow start: cwnd 4
+		tk, _ := w.Acquire(context.Background())
+		w.Release(tk, Success)
+	}
+	var held []Ticket
+	for i := 0; i < 4; i++ {
+		tk, _ := w.Acquire(context.Background())
+		held = append(held, tk)
+	}
+	got := make(chan Ticket)
+	go func() { tk, _ := w.Acquire(context.Background()); got <- tk }()
+	for {
+		w.mu.Lock()
+		n := len(w.waiters)
+		w.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	w.Release(held[0], Success)  // grants the waiter
+	w.Release(held[1], Rejected) // the flight's first rejection: halves
+	tk := <-got
+	w.Release(tk, Rejected)
+	if d := w.Decreases(); d != 1 {
+		t.Fatalf("one flight halved the window %d times", d)
+	}
+}
