@@ -103,12 +103,22 @@ func (r *Router) scheduleProbe(n *Node) {
 	n.failures++
 	d := ResurrectTimeout(n.failures, live, total, n.Info().Processors, r.jitter())
 	r.wg.Add(1)
+	n.timerGen++
+	gen := n.timerGen
 	n.timer = r.afterDur(d, func() {
 		defer r.wg.Done()
 		n.mu.Lock()
-		n.timer = nil
+		// MarkAlive and MarkDead may have run since this timer fired and
+		// armed a newer one: that one is n.timer now (Close must find it)
+		// and will probe.
+		own := n.timerGen == gen
+		if own {
+			n.timer = nil
+		}
 		n.mu.Unlock()
-		r.probe(n)
+		if own {
+			r.probe(n)
+		}
 	})
 }
 

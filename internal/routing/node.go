@@ -59,6 +59,7 @@ type Node struct {
 	mu          sync.Mutex // guards the fields below
 	failures    int        // consecutive failures while dead
 	timer       *time.Timer
+	timerGen    uint64 // bumped at every arming: a fired timer knows whether it is still n.timer
 	rtt         [8]time.Duration
 	rttN        int
 	lastRejects int64

@@ -388,6 +388,53 @@ func (s *syncTimers) fire() int {
 	return len(fns)
 }
 
+// TestFiredProbeTimerLeavesNewerTimer: a resurrection timer fires, and
+// before its callback runs the node is marked alive and dead again, which
+// arms a newer timer. The late callback must neither probe nor forget the
+// newer timer: Close stops it (and does not wait for it to fire).
+func TestFiredProbeTimerLeavesNewerTimer(t *testing.T) {
+	f := threeNodes(t)
+	r := newTestRouter(t, f, nil)
+	var mu sync.Mutex
+	var fns []func()
+	r.afterDur = func(d time.Duration, fn func()) *time.Timer {
+		mu.Lock()
+		defer mu.Unlock()
+		fns = append(fns, fn)
+		if len(fns) == 1 { // the first timer has fired already: Stop fails
+			tm := time.NewTimer(0)
+			<-tm.C
+			return tm
+		}
+		return time.NewTimer(time.Hour)
+	}
+	r.jitter = func() float64 { return 0 }
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	n := r.Topology().Nodes[1]
+	r.MarkDead(n, errors.New("refused")) // arms the first timer, which fires
+	r.MarkAlive(n)                       // its Stop fails: the callback is on its way
+	r.MarkDead(n, errors.New("refused")) // arms the second timer
+	f.set(func(f *fakeCluster) { f.raw["ping"] = ""; f.status["ping"] = 503 })
+	fns[0]() // the first timer's callback, late
+	mu.Lock()
+	armed := len(fns)
+	mu.Unlock()
+	if armed != 2 {
+		t.Errorf("%d timers armed: the late callback probed (and armed another)", armed)
+	}
+	done := make(chan struct{})
+	go func() { r.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		fns[1]()
+		<-done
+		t.Fatal("Close waited for a resurrection timer it did not know about")
+	}
+}
+
 func TestDeadNodeAndResurrection(t *testing.T) {
 	f := threeNodes(t)
 	var states []string
