@@ -21,10 +21,13 @@ const (
 		"nodes.*.thread_pool.write.size,nodes.*.thread_pool.write.queue_size"
 	pathDataStreams = "/_data_stream?filter_path=data_streams.name,data_streams.indices.index_name"
 	pathMetadata    = "/_cluster/state/metadata/%s?filter_path=" +
-		"metadata.indices.*.routing_num_shards," +
+		"metadata.indices.*.state,metadata.indices.*.routing_num_shards," +
 		"metadata.indices.*.settings.index.number_of_shards," +
 		"metadata.indices.*.settings.index.routing_partition_size"
-	pathCatShards = "/_cat/shards/%s?format=json&h=index,shard,prirep,state,node"
+	// id is the node id: node names need not be unique. (_cat/shards
+	// answers 400 index_closed_exception if one of the names is a closed
+	// index: closed ones are left out of it.)
+	pathCatShards = "/_cat/shards/%s?format=json&h=index,shard,prirep,state,node,id"
 	pathNodeStats = "/_nodes/stats/jvm,breaker,thread_pool?filter_path=" +
 		"nodes.*.jvm.mem.heap_used_percent,nodes.*.breakers,nodes.*.thread_pool.write.rejected"
 
@@ -190,7 +193,8 @@ func (r *dataStreamsResponse) writeIndices() map[string]string {
 type metadataResponse struct {
 	Metadata struct {
 		Indices map[string]struct {
-			RoutingNumShards int `json:"routing_num_shards"`
+			State            string `json:"state"` // "open" or "close"
+			RoutingNumShards int    `json:"routing_num_shards"`
 			Settings         struct {
 				Index struct {
 					NumberOfShards       string `json:"number_of_shards"`
@@ -201,11 +205,16 @@ type metadataResponse struct {
 	} `json:"metadata"`
 }
 
-// layouts returns the layout of every index in the response. An index whose
-// layout cannot be read or is impossible is an error: never guess.
+// layouts returns the layout of every open index in the response. An index
+// whose layout cannot be read or is impossible is an error: never guess. A
+// closed index is left out: nothing can be written to it, and naming it to
+// _cat/shards fails the whole call.
 func (r *metadataResponse) layouts() (map[string]Layout, error) {
 	out := make(map[string]Layout, len(r.Metadata.Indices))
 	for name, im := range r.Metadata.Indices {
+		if im.State == "close" {
+			continue
+		}
 		n, err := strconv.Atoi(im.Settings.Index.NumberOfShards)
 		if err != nil {
 			return nil, fmt.Errorf("routing: metadata of %q: %w: number_of_shards %q", name, errMalformed, im.Settings.Index.NumberOfShards)
@@ -229,13 +238,15 @@ func (r *metadataResponse) layouts() (map[string]Layout, error) {
 }
 
 // catShard is one row of _cat/shards?format=json: every value a string,
-// node null when unassigned.
+// node and id null when unassigned (id is the node's id, the source's
+// while relocating).
 type catShard struct {
 	Index  string  `json:"index"`
 	Shard  string  `json:"shard"`
 	Prirep string  `json:"prirep"`
 	State  string  `json:"state"`
 	Node   *string `json:"node"`
+	ID     *string `json:"id"`
 }
 
 // relocatingSource returns the source node name of a _cat/shards node value

@@ -20,6 +20,7 @@ type fakeIndex struct {
 	Primary  []string
 	State    []string // primary state per shard ("" = STARTED)
 	Replicas [][]string
+	Closed   bool // metadata says "close"; _cat/shards naming it answers 400
 }
 
 // fakeCluster serves the discovery endpoints with the response shapes of
@@ -30,7 +31,8 @@ type fakeCluster struct {
 	srv *httptest.Server
 
 	mu          sync.Mutex
-	nodes       []string // names; ids are "id-"+name
+	nodes       []string          // ids are "id-"+these; also the names unless shown
+	shown       map[string]string // node → the name it reports (names need not be unique)
 	publish     map[string]string
 	indices     map[string]*fakeIndex
 	streams     map[string][]string
@@ -46,7 +48,7 @@ type fakeCluster struct {
 
 func newFakeCluster(t testing.TB, nodes ...string) *fakeCluster {
 	f := &fakeCluster{
-		t: t, nodes: nodes, publish: map[string]string{},
+		t: t, nodes: nodes, shown: map[string]string{}, publish: map[string]string{},
 		indices: map[string]*fakeIndex{}, streams: map[string][]string{},
 		status: map[string]int{}, raw: map[string]string{}, heap: map[string]int{},
 		breaker: map[string][2]int64{}, rejected: map[string]int64{}, calls: map[string]int{},
@@ -116,6 +118,13 @@ func (f *fakeCluster) serve(w http.ResponseWriter, r *http.Request) {
 		v = f.metadata(names)
 	case "shards":
 		names := strings.Split(strings.TrimPrefix(r.URL.Path, "/_cat/shards/"), ",")
+		for _, n := range names {
+			if idx, ok := f.indices[n]; ok && idx.Closed { // as the real server answers
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprintf(w, `{"error":{"type":"index_closed_exception","reason":"closed","index":%q},"status":400}`, n)
+				return
+			}
+		}
 		v = f.catShards(names)
 	default:
 		http.NotFound(w, r)
@@ -140,7 +149,7 @@ func (f *fakeCluster) nodesInfo() any {
 			pub = p
 		}
 		nodes["id-"+n] = map[string]any{
-			"name":        n,
+			"name":        f.name(n),
 			"roles":       []string{"data", "ingest", "cluster_manager"},
 			"attributes":  map[string]string{"zone": string(rune('a' + i%3)), "shard_indexing_pressure_enabled": "true"},
 			"http":        map[string]any{"publish_address": pub, "max_content_length_in_bytes": 104857600},
@@ -180,7 +189,12 @@ func (f *fakeCluster) metadata(names []string) any {
 			if !ok {
 				continue
 			}
+			state := "open"
+			if idx.Closed {
+				state = "close"
+			}
 			ind[name] = map[string]any{
+				"state":              state,
 				"routing_num_shards": idx.R,
 				"settings": map[string]any{"index": map[string]any{
 					"number_of_shards":       fmt.Sprint(idx.N),
@@ -208,21 +222,33 @@ func (f *fakeCluster) catShards(names []string) any {
 			if idx.State != nil && idx.State[s] != "" {
 				state = idx.State[s]
 			}
-			var node any
+			var node, id any
 			if p := idx.Primary[s]; p != "" {
-				node = p
+				src, reloc, _ := strings.Cut(p, " -> ")
+				node, id = f.name(src), "id-"+src
+				if reloc != "" {
+					node = f.name(src) + " -> " + reloc
+				}
 			} else {
 				state = "UNASSIGNED"
 			}
-			rows = append(rows, map[string]any{"index": n, "shard": fmt.Sprint(s), "prirep": "p", "state": state, "node": node})
+			rows = append(rows, map[string]any{"index": n, "shard": fmt.Sprint(s), "prirep": "p", "state": state, "node": node, "id": id})
 			if idx.Replicas != nil {
 				for _, rn := range idx.Replicas[s] {
-					rows = append(rows, map[string]any{"index": n, "shard": fmt.Sprint(s), "prirep": "r", "state": "STARTED", "node": rn})
+					rows = append(rows, map[string]any{"index": n, "shard": fmt.Sprint(s), "prirep": "r", "state": "STARTED", "node": f.name(rn), "id": "id-" + rn})
 				}
 			}
 		}
 	}
 	return rows
+}
+
+// name is the name node n reports.
+func (f *fakeCluster) name(n string) string {
+	if s, ok := f.shown[n]; ok {
+		return s
+	}
+	return n
 }
 
 func (f *fakeCluster) set(fn func(f *fakeCluster)) {

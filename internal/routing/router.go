@@ -548,8 +548,9 @@ func (r *Router) discover(ctx context.Context) (*Topology, error) {
 	for n := range layouts {
 		found = append(found, n)
 	}
-	byName := map[string]*Node{}
+	byID, byName := map[string]*Node{}, map[string]*Node{}
 	for _, n := range t.Nodes {
+		byID[n.ID()] = n
 		byName[n.Name()] = n
 	}
 	for _, b := range batches(found) {
@@ -560,7 +561,7 @@ func (r *Router) discover(ctx context.Context) (*Topology, error) {
 			}
 			return nil, err
 		}
-		if err := t.applyShards(rows, byName); err != nil {
+		if err := t.applyShards(rows, byID, byName); err != nil {
 			return nil, err
 		}
 	}
@@ -577,8 +578,10 @@ func (r *Router) discover(ctx context.Context) (*Topology, error) {
 	return t, nil
 }
 
-// applyShards fills the shard table from _cat/shards rows.
-func (t *Topology) applyShards(rows []catShard, byName map[string]*Node) error {
+// applyShards fills the shard table from _cat/shards rows. A copy's node is
+// found by id; by name only when the row has no id (names need not be
+// unique: two nodes on one host may share the default one).
+func (t *Topology) applyShards(rows []catShard, byID, byName map[string]*Node) error {
 	for _, row := range rows {
 		idx, ok := t.Indices[row.Index]
 		if !ok {
@@ -589,7 +592,10 @@ func (t *Topology) applyShards(rows []catShard, byName map[string]*Node) error {
 			return fmt.Errorf("routing: shards: %w: shard %q of %q (index has %d)", errMalformed, row.Shard, row.Index, len(idx.Shards))
 		}
 		c := ShardCopy{State: parseShardState(row.State)}
-		if row.Node != nil {
+		switch {
+		case row.ID != nil:
+			c.Node = byID[*row.ID]
+		case row.Node != nil:
 			c.Node = byName[relocatingSource(*row.Node)]
 		}
 		switch row.Prirep {

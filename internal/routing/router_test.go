@@ -753,3 +753,45 @@ func TestSeenRefreshesForNewNamesWithBackoff(t *testing.T) {
 		t.Fatal("a known name triggered a refresh")
 	}
 }
+
+// TestClosedIndexLeftOut: a name written to once is then closed. Metadata
+// still describes it (state "close"), but naming it to _cat/shards fails
+// the whole call with 400, as the real server does: it is left out, and
+// refreshes keep working for everything else.
+func TestClosedIndexLeftOut(t *testing.T) {
+	f := threeNodes(t)
+	f.indices["old"] = &fakeIndex{N: 1, R: 1024, P: 1, Primary: []string{"n0"}, Closed: true}
+	r := newTestRouter(t, f, nil)
+	r.want("logs")
+	r.want("old")
+	for i := 0; i < 2; i++ {
+		if err := r.Refresh(context.Background(), TriggerPeriodic); err != nil {
+			t.Fatalf("refresh %d: %v", i, err)
+		}
+	}
+	if _, why := r.Locate("old", "a", ""); why != ReasonUnknownIndex {
+		t.Errorf("closed index: %v, want unknown_index", why)
+	}
+	if n, why := r.Locate("logs", "a", ""); n == nil || why != Routed {
+		t.Errorf("open index: %v %v", n, why)
+	}
+}
+
+// TestShardCopiesMatchedByNodeID: two nodes report the same name (two
+// nodes on one host with the default name); each shard copy is matched to
+// its node by id, not by name.
+func TestShardCopiesMatchedByNodeID(t *testing.T) {
+	f := threeNodes(t)
+	f.shown["n1"], f.shown["n2"] = "host-a", "host-a"
+	r := newTestRouter(t, f, nil)
+	r.want("logs")
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	idx := r.Topology().Indices["logs"]
+	for s, want := range []string{"id-n0", "id-n1", "id-n2"} {
+		if n := idx.Shards[s].Primary.Node; n == nil || n.ID() != want {
+			t.Errorf("shard %d primary on %v, want %s", s, n, want)
+		}
+	}
+}

@@ -233,7 +233,7 @@ func (q *request) handleCat(what string, rest []string) {
 						row["docs"] = strconv.Itoa(docs)
 						row["store"] = strconv.Itoa(docs*500) + "b"
 						row["ip"] = "127.0.0.1"
-						row["id"] = sc.node.id[:4]
+						row["id"] = sc.node.id // the full id, as the real server writes it here (not _cat/nodes' 4 characters)
 						row["node"] = sc.node.name
 						if sc.relocTo != nil {
 							row["node"] = sc.node.name + " -> 127.0.0.1 " + sc.relocTo.id + " " + sc.relocTo.name
