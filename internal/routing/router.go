@@ -440,11 +440,12 @@ func (r *Router) forbidden(call string, err error) {
 func (r *Router) Refresh(ctx context.Context, trigger string) error {
 	r.refreshMu.Lock()
 	defer r.refreshMu.Unlock()
-	t, err := r.discover(ctx)
+	t, plan, err := r.discover(ctx)
 	r.lastRefresh = r.now()
 	outcome := "ok"
 	switch {
 	case err == nil:
+		r.adoptNodes(plan)
 		r.topo.Store(t)
 	case isForbidden(err):
 		outcome = "forbidden"
@@ -461,8 +462,12 @@ func (r *Router) Refresh(ctx context.Context, trigger string) error {
 	return err
 }
 
-// discover builds a new snapshot from the cluster.
-func (r *Router) discover(ctx context.Context) (*Topology, error) {
+// discover builds a new snapshot from the cluster, and the changes to the
+// persistent nodes that go with it: Refresh applies them only when all of
+// discovery succeeded, so a refresh that fails half-way (a 503 during a
+// failover) leaves the nodes as the snapshot still in use knows them (a
+// dead node keeps its resurrection timer).
+func (r *Router) discover(ctx context.Context) (*Topology, *nodePlan, error) {
 	eps := r.endpoints()
 
 	var ni nodesInfoResponse
@@ -470,11 +475,11 @@ func (r *Router) discover(ctx context.Context) (*Topology, error) {
 		if isForbidden(err) {
 			r.forbidden("nodes", err)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	infos, err := parseNodes(&ni, r.scheme)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	r.mu.Lock()
@@ -490,19 +495,17 @@ func (r *Router) discover(ctx context.Context) (*Topology, error) {
 		targets:     map[string]target{},
 		Fetched:     r.now(),
 	}
-	t.Nodes, err = r.adoptNodes(infos)
-	if err != nil {
-		return nil, err
-	}
+	plan := r.planNodes(infos)
+	t.Nodes = plan.nodes
 	if len(wanted) == 0 {
-		return t, nil
+		return t, plan, nil
 	}
 
 	// Data streams among the wanted names, and their write indices.
 	var ds dataStreamsResponse
 	if err := r.get(ctx, eps, "data_streams", pathDataStreams, &ds); err != nil {
 		if !isForbidden(err) {
-			return nil, err
+			return nil, nil, err
 		}
 		r.forbidden("data_streams", err)
 	}
@@ -528,11 +531,11 @@ func (r *Router) discover(ctx context.Context) (*Topology, error) {
 			if isForbidden(err) {
 				r.forbidden("metadata", err)
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		ls, err := md.layouts()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for k, v := range ls {
 			if concrete[k] { // an alias or pattern may expand to other names
@@ -559,10 +562,10 @@ func (r *Router) discover(ctx context.Context) (*Topology, error) {
 			if isForbidden(err) {
 				r.forbidden("shards", err)
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		if err := t.applyShards(rows, byID, byName); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 
@@ -575,7 +578,7 @@ func (r *Router) discover(ctx context.Context) (*Topology, error) {
 			t.targets[w] = target{index: idx, dataStream: ds}
 		}
 	}
-	return t, nil
+	return t, plan, nil
 }
 
 // applyShards fills the shard table from _cat/shards rows. A copy's node is
@@ -610,19 +613,41 @@ func (t *Topology) applyShards(rows []catShard, byID, byName map[string]*Node) e
 	return nil
 }
 
-// adoptNodes maps discovered NodeInfos onto persistent Nodes: known ids
-// keep their state (window, health), new ids get fresh state, ids no longer
-// present are retired.
-func (r *Router) adoptNodes(infos []*NodeInfo) ([]*Node, error) {
+// nodePlan maps discovered NodeInfos onto persistent Nodes: known ids keep
+// their state (window, health), new ids get fresh state. adoptNodes applies
+// it.
+type nodePlan struct {
+	infos []*NodeInfo
+	nodes []*Node // per info: the known node, or a new one
+	fresh []bool  // nodes[i] is new
+}
+
+// planNodes matches infos with the known nodes without changing them.
+func (r *Router) planNodes(infos []*NodeInfo) *nodePlan {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]*Node, 0, len(infos))
-	present := map[string]bool{}
+	p := &nodePlan{infos: infos, nodes: make([]*Node, 0, len(infos)), fresh: make([]bool, 0, len(infos))}
 	for _, info := range infos {
-		present[info.ID] = true
 		n, ok := r.nodes[info.ID]
 		if !ok {
 			n = newNode(info, r.ceiling(info), r.opts.WindowCeiling > 0)
+		}
+		p.nodes = append(p.nodes, n)
+		p.fresh = append(p.fresh, !ok)
+	}
+	return p
+}
+
+// adoptNodes applies a plan: known nodes take their new info, new ones are
+// registered, ids no longer present are retired.
+func (r *Router) adoptNodes(p *nodePlan) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	present := map[string]bool{}
+	for i, info := range p.infos {
+		n := p.nodes[i]
+		present[info.ID] = true
+		if p.fresh[i] {
 			// A discovered node that answers at a seed's address inherits
 			// that seed's health.
 			for _, s := range r.seeds {
@@ -638,7 +663,6 @@ func (r *Router) adoptNodes(infos []*NodeInfo) ([]*Node, error) {
 				n.window.SetCeiling(r.ceiling(info))
 			}
 		}
-		out = append(out, n)
 	}
 	for id, n := range r.nodes {
 		if !present[id] {
@@ -652,5 +676,4 @@ func (r *Router) adoptNodes(infos []*NodeInfo) ([]*Node, error) {
 			n.mu.Unlock()
 		}
 	}
-	return out, nil
 }

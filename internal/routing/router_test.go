@@ -795,3 +795,46 @@ func TestShardCopiesMatchedByNodeID(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedRefreshKeepsNodes: a node dies and, while it restarts, a
+// refresh sees _nodes without it, then fails further on (a 503). The
+// snapshot in use still has the node: it must stay registered with its
+// resurrection timer, so that it comes back when the health check passes.
+func TestFailedRefreshKeepsNodes(t *testing.T) {
+	f := threeNodes(t)
+	r := newTestRouter(t, f, nil)
+	timers := &syncTimers{}
+	r.afterDur = timers.after
+	r.jitter = func() float64 { return 0 }
+	r.want("logs")
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	n1 := r.Topology().Nodes[1]
+	r.MarkDead(n1, errors.New("connection refused"))
+	f.set(func(f *fakeCluster) { f.nodes = []string{"n0", "n2"}; f.status["data_streams"] = 503 })
+	if err := r.Refresh(context.Background(), TriggerNodeFailure); err == nil {
+		t.Fatal("the refresh should have failed")
+	}
+	n1.mu.Lock()
+	retired, armed := n1.retired, n1.timer != nil
+	n1.mu.Unlock()
+	if retired || !armed {
+		t.Fatalf("after a failed refresh: retired %v, timer armed %v", retired, armed)
+	}
+	f.set(func(f *fakeCluster) { f.nodes = []string{"n0", "n1", "n2"}; delete(f.status, "data_streams") })
+	if timers.fire() != 1 || !n1.Alive() {
+		t.Fatal("the health check did not bring the node back")
+	}
+	// A refresh that succeeds without a node does retire it.
+	f.set(func(f *fakeCluster) { f.nodes = []string{"n0", "n2"} })
+	if err := r.Refresh(context.Background(), TriggerPeriodic); err != nil {
+		t.Fatal(err)
+	}
+	n1.mu.Lock()
+	retired = n1.retired
+	n1.mu.Unlock()
+	if !retired || len(r.Topology().Nodes) != 2 {
+		t.Fatalf("after a refresh without it: retired %v, %d nodes", retired, len(r.Topology().Nodes))
+	}
+}
