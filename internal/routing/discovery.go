@@ -113,13 +113,19 @@ type nodesInfoResponse struct {
 	} `json:"nodes"`
 }
 
-// publishHostPort returns the ip:port of an http.publish_address, which is
-// "ip:port" or "hostname/ip:port" (IPv6 in brackets).
-func publishHostPort(addr string) (string, error) {
+// publishHostPort returns the host:port to reach an http.publish_address,
+// which is "ip:port" or "hostname/ip:port" (IPv6 in brackets): the ip, or,
+// with byName (https: certificates are usually issued for names), the
+// hostname when the node publishes one.
+func publishHostPort(addr string, byName bool) (string, error) {
+	name := ""
 	if i := strings.LastIndexByte(addr, '/'); i >= 0 {
-		addr = addr[i+1:]
+		name, addr = addr[:i], addr[i+1:]
 	}
 	host, port, err := splitHostPort(addr)
+	if err == nil && byName && name != "" {
+		host = name
+	}
 	if err != nil {
 		return "", fmt.Errorf("publish_address %q: %w", addr, err)
 	}
@@ -148,7 +154,7 @@ func parseNodes(r *nodesInfoResponse, scheme string) ([]*NodeInfo, error) {
 		if n.HTTP == nil || n.HTTP.PublishAddress == "" {
 			continue
 		}
-		hp, err := publishHostPort(n.HTTP.PublishAddress)
+		hp, err := publishHostPort(n.HTTP.PublishAddress, scheme == "https")
 		if err != nil {
 			return nil, fmt.Errorf("routing: nodes: %w: %v", errMalformed, err)
 		}

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -212,21 +213,34 @@ func TestSplitIndexKeepsRoutingShards(t *testing.T) {
 }
 
 func TestPublishAddressForms(t *testing.T) {
-	for in, want := range map[string]string{
-		"127.0.0.1:9200":                       "127.0.0.1:9200",
-		"localhost/127.0.0.1:9201":             "127.0.0.1:9201",
-		"node-1.example/10.0.0.7:9200":         "10.0.0.7:9200",
-		"[::1]:9200":                           "[::1]:9200",
-		"ip6-localhost/[0:0:0:0:0:0:0:1]:9200": "[0:0:0:0:0:0:0:1]:9200",
+	for in, want := range map[string][2]string{ // http (the ip), https (the name when there is one)
+		"127.0.0.1:9200":                       {"127.0.0.1:9200", "127.0.0.1:9200"},
+		"localhost/127.0.0.1:9201":             {"127.0.0.1:9201", "localhost:9201"},
+		"node-1.example/10.0.0.7:9200":         {"10.0.0.7:9200", "node-1.example:9200"},
+		"[::1]:9200":                           {"[::1]:9200", "[::1]:9200"},
+		"ip6-localhost/[0:0:0:0:0:0:0:1]:9200": {"[0:0:0:0:0:0:0:1]:9200", "ip6-localhost:9200"},
 	} {
-		got, err := publishHostPort(in)
-		if err != nil || got != want {
-			t.Errorf("publishHostPort(%q) = %q, %v; want %q", in, got, err, want)
+		for i, byName := range []bool{false, true} {
+			got, err := publishHostPort(in, byName)
+			if err != nil || got != want[i] {
+				t.Errorf("publishHostPort(%q, %v) = %q, %v; want %q", in, byName, got, err, want[i])
+			}
 		}
 	}
-	for _, bad := range []string{"", "nohost", "host/", "1.2.3.4"} {
-		if _, err := publishHostPort(bad); err == nil {
-			t.Errorf("publishHostPort(%q) accepted", bad)
+	var ni nodesInfoResponse
+	if err := json.Unmarshal([]byte(`{"nodes":{"x":{"name":"n","http":{"publish_address":"node-1.example/10.0.0.7:9200"}}}}`), &ni); err != nil {
+		t.Fatal(err)
+	}
+	for scheme, want := range map[string]string{"http": "http://10.0.0.7:9200", "https": "https://node-1.example:9200"} {
+		if infos, err := parseNodes(&ni, scheme); err != nil || infos[0].URL != want {
+			t.Errorf("%s: %v %v, want %s", scheme, infos, err, want)
+		}
+	}
+	for _, bad := range []string{"", "nohost", "host/", "1.2.3.4", "name/1.2.3.4"} {
+		for _, byName := range []bool{false, true} {
+			if _, err := publishHostPort(bad, byName); err == nil {
+				t.Errorf("publishHostPort(%q, %v) accepted", bad, byName)
+			}
 		}
 	}
 }
