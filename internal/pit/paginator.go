@@ -188,6 +188,10 @@ func (p *Paginator) Pages(ctx context.Context) iter.Seq2[Page, error] {
 				return
 			}
 		}
+		if p.pendingCur != nil { // a Hits loop stopped right after a page's last hit
+			p.setCursor(p.pendingCur)
+			p.pendingCur, p.pendingErr = nil, nil
+		}
 		for {
 			pg, err := p.nextPage(ctx)
 			if err != nil {

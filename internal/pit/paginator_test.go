@@ -1355,3 +1355,72 @@ func TestSameIDInTwoIndices(t *testing.T) {
 		t.Fatalf("read %v (errors %v), want %v", got, r.errs, want)
 	}
 }
+
+// TestHitsThenPagesThenHits: a Hits loop that stops right after a page's
+// last hit, then a Pages loop, then Hits again whose search fails: the
+// cursor (what a caller checkpoints) must not move back, so that resuming
+// from it reads every document once.
+func TestHitsThenPagesThenHits(t *testing.T) {
+	fc := newFakeCluster(t, 1, 2)
+	fc.fill("logs", 450)
+	var s sleeper
+	var failing atomic.Bool
+	fc.setHook(func(kind string, node int, body map[string]any, w http.ResponseWriter) bool {
+		if kind == "search" && failing.Load() {
+			writeJSON(w, 400, `{"error":{"type":"parsing_exception","reason":"injected"},"status":400}`)
+			return true
+		}
+		return false
+	})
+	p := mustOpen(t, opts(fc, &s)) // pages of 100
+	defer p.Close(context.Background())
+	var got []string
+	for h, err := range p.Hits(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, h.ID)
+		if len(got) == 100 {
+			break
+		}
+	}
+	for pg, err := range p.Pages(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ids(pg.Hits)...)
+		break
+	}
+	before := fmt.Sprint(p.Cursor())
+	failing.Store(true)
+	for _, err := range p.Hits(context.Background()) {
+		if !IsFatal(err) {
+			t.Fatalf("want the injected failure, got %v", err)
+		}
+	}
+	if after := fmt.Sprint(p.Cursor()); after != before {
+		t.Fatalf("cursor moved back from %s to %s", before, after)
+	}
+	// A restart resumes from that cursor, as from a checkpoint.
+	failing.Store(false)
+	o := opts(fc, &s)
+	o.SearchAfter = p.Cursor()
+	p2 := mustOpen(t, o)
+	defer p2.Close(context.Background())
+	for h, err := range p2.Hits(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, h.ID)
+	}
+	seen := map[string]bool{}
+	for _, id := range got {
+		if seen[id] {
+			t.Fatalf("%s read twice (%d reads)", id, len(got))
+		}
+		seen[id] = true
+	}
+	if len(seen) != 450 {
+		t.Fatalf("%d documents read, want 450", len(seen))
+	}
+}
