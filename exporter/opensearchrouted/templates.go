@@ -30,6 +30,7 @@ const logsTemplate = `{
         "severity": {"properties": {"text": {"type": "keyword"}, "number": {"type": "integer"}}},
         "eventName": {"type": "keyword"},
         "body": {"type": "text"},
+        "bodyType": {"type": "keyword"},
         "droppedAttributesCount": {"type": "integer"},
         "schemaUrl": {"type": "keyword"},
         "instrumentationScope": {"properties": {"name": {"type": "keyword"}, "version": {"type": "keyword"}, "schemaUrl": {"type": "keyword"}}}

@@ -1,6 +1,7 @@
 package ss4o
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
@@ -71,6 +72,7 @@ func decodeLog(src []byte, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogR
 		ts, observed  uint64
 		unset         bool
 		resURL, scURL string
+		bodyType      string
 	)
 	err := d.topObject(func(key []byte) error {
 		if err := seen.add(key); err != nil {
@@ -104,6 +106,8 @@ func decodeLog(src []byte, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogR
 			lr.SetEventName(s)
 		case "body":
 			err = d.value(lr.Body())
+		case "bodyType":
+			bodyType, err = d.stringField(key)
 		case "attributes":
 			err = d.mapField(key, lr.Attributes())
 		case "droppedAttributesCount":
@@ -121,12 +125,67 @@ func decodeLog(src []byte, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogR
 	if !seen.has("@timestamp") {
 		return &foreignError{field: "@timestamp", msg: "missing"}
 	}
+	if bodyType != "" {
+		if err := restoreBody(lr.Body(), bodyType); err != nil {
+			return err
+		}
+	}
 	if !unset {
 		lr.SetTimestamp(pcommon.Timestamp(ts))
 	}
 	lr.SetObservedTimestamp(pcommon.Timestamp(observed))
 	rl.SetSchemaUrl(resURL)
 	sl.SetSchemaUrl(scURL)
+	return nil
+}
+
+// restoreBody turns a body written as text (see appendBody) back into a
+// value of its type.
+func restoreBody(b pcommon.Value, typ string) error {
+	if b.Type() != pcommon.ValueTypeStr {
+		return &foreignError{field: "bodyType", msg: "without a string body"}
+	}
+	s := b.Str()
+	bad := func() error { return &foreignError{field: "body", msg: "not a " + typ + ": " + strconv.Quote(s)} }
+	switch typ {
+	case "int":
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return bad()
+		}
+		b.SetInt(n)
+	case "double":
+		f, err := strconv.ParseFloat(s, 64) // also NaN, Infinity, -Infinity
+		if err != nil {
+			return bad()
+		}
+		b.SetDouble(f)
+	case "bool":
+		switch s {
+		case "true":
+			b.SetBool(true)
+		case "false":
+			b.SetBool(false)
+		default:
+			return bad()
+		}
+	case "bytes":
+		raw, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return bad()
+		}
+		b.SetEmptyBytes().FromRaw(raw)
+	case "map", "slice":
+		want := pcommon.ValueTypeMap
+		if typ == "slice" {
+			want = pcommon.ValueTypeSlice
+		}
+		if err := DecodeValue([]byte(s), b); err != nil || b.Type() != want {
+			return bad()
+		}
+	default:
+		return &foreignError{field: "bodyType", msg: "unknown type " + strconv.Quote(typ)}
+	}
 	return nil
 }
 
@@ -309,7 +368,7 @@ type fieldSet uint64
 
 var knownFields = [...]string{
 	"@timestamp", "timestampUnset", "observedTimestamp", "traceId", "spanId", "flags", "severity",
-	"eventName", "body", "attributes", "droppedAttributesCount", "resource",
+	"eventName", "body", "bodyType", "attributes", "droppedAttributesCount", "resource",
 	"resourceDroppedAttributesCount", "schemaUrl", "instrumentationScope", "startTime", "endTime",
 	"parentSpanId", "traceState", "name", "kind", "status", "events", "droppedEventsCount", "links",
 	"droppedLinksCount", "text", "number", "code", "message", "version",

@@ -19,7 +19,10 @@
 //	flags                           LogRecordFlags as an integer
 //	severity.text, severity.number  severity text; severity number as an integer
 //	eventName                       event name
-//	body                            the body, typed like an attribute value (below)
+//	body                            the body, always a string: a body of another type as its
+//	                                JSON text (below)
+//	bodyType                        for a body that is not a string: int, double, bool,
+//	                                bytes, map or slice
 //	attributes                      the record attributes as an object
 //	droppedAttributesCount          integer
 //
@@ -54,7 +57,7 @@
 //
 // Times are RFC 3339 strings in UTC with nanoseconds, formatted like
 // time.RFC3339Nano ("2026-11-29T16:11:46.438493144Z", trailing zeros of the
-// fraction removed). Attribute values (and the log body) keep their types:
+// fraction removed). Attribute values keep their types:
 // a string is a JSON string; a bool true/false; an int a JSON integer; a
 // double a JSON number that always has a '.' or an exponent ("1.0", "1e+21"),
 // so that it reads back as a double; NaN, +Inf and -Inf, which JSON cannot
@@ -65,6 +68,14 @@
 // characters are escaped (\n, \t, \u001f, …). A map that repeats a key keeps
 // only its first occurrence (the one pcommon.Map.Get returns): OpenSearch
 // rejects a document with a repeated key.
+//
+// The log body is always a string, because an OpenSearch field has one
+// type: SS4O maps body as text, which refuses an object, and a dynamic
+// mapping takes the type of the first body it sees. A body of another type
+// is written as the JSON text of its value as above, except that bytes are
+// their base64 and a non-finite double is NaN, Infinity or -Infinity
+// without quotes; "bodyType" names the type, and DecodeLog restores it
+// (bytes and non-finite doubles included).
 //
 // Documents are compact: no whitespace is written and control characters
 // are escaped, so a document holds no byte below 0x20 and is one NDJSON line
@@ -109,6 +120,5 @@
 // types (say an int in one record and a string in another) can conflict
 // in a dynamic mapping; flat_object mappings for attributes, resource and
 // instrumentationScope.attributes (as contrib's templates use) avoid that.
-// A non-string body is written as an object, array or number under "body".
 // The strings used for NaN and ±Inf are rejected by a float-mapped field.
 package ss4o

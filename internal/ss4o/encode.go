@@ -127,8 +127,7 @@ func appendLogFields(dst []byte, lr plog.LogRecord, ck *clock) []byte {
 		dst = appendString(dst, name)
 	}
 	if body := lr.Body(); body.Type() != pcommon.ValueTypeEmpty {
-		dst = append(dst, `,"body":`...)
-		dst = appendValue(dst, body)
+		dst = appendBody(dst, body)
 	}
 	dst = appendAttributes(dst, `,"attributes":`, lr.Attributes())
 	return appendCount(dst, `,"droppedAttributesCount":`, lr.DroppedAttributesCount())
@@ -452,6 +451,43 @@ func appendValue(dst []byte, v pcommon.Value) []byte {
 		return append(dst, ']')
 	}
 	return append(dst, "null"...)
+}
+
+// bodyTypes names, under "bodyType", the type of a body that is not a
+// string.
+var bodyTypes = [...]string{
+	pcommon.ValueTypeInt:    "int",
+	pcommon.ValueTypeDouble: "double",
+	pcommon.ValueTypeBool:   "bool",
+	pcommon.ValueTypeBytes:  "bytes",
+	pcommon.ValueTypeMap:    "map",
+	pcommon.ValueTypeSlice:  "slice",
+}
+
+// appendBody writes a log body under "body", always as a string: an
+// OpenSearch field has one type, SS4O maps body as text, and a map body
+// under a text mapping (or a string body once a dynamic mapping has seen an
+// object) is refused, the document lost. A body of another type is written
+// as its JSON text (a number, true/false, the base64 of bytes, an object or
+// array) with "bodyType" naming the type, which DecodeLog restores. The text
+// stays searchable.
+func appendBody(dst []byte, body pcommon.Value) []byte {
+	dst = append(dst, `,"body":`...)
+	t := body.Type()
+	if t == pcommon.ValueTypeStr {
+		return appendString(dst, body.Str())
+	}
+	start := len(dst)
+	dst = appendValue(dst, body)
+	text := dst[start:]
+	if len(text) >= 2 && text[0] == '"' { // bytes, or NaN / ±Infinity: nothing inside to unescape
+		text = text[1 : len(text)-1]
+	}
+	raw := string(text) // a copy: the quoted form is written over it
+	dst = appendString(dst[:start], raw)
+	dst = append(dst, `,"bodyType":"`...)
+	dst = append(dst, bodyTypes[t]...)
+	return append(dst, '"')
 }
 
 func appendDouble(dst []byte, f float64) []byte {

@@ -275,7 +275,14 @@ func normalizeOrigin(res pcommon.Resource, scope pcommon.InstrumentationScope) {
 func normalizeLog(lr plog.LogRecord) {
 	lr.SetSeverityText(sanitizeAny(lr.SeverityText()))
 	lr.SetEventName(sanitizeAny(lr.EventName()))
-	normalizeValue(lr.Body())
+	// A body that is bytes or a non-finite double comes back as itself:
+	// its "bodyType" says what it was. Inside a map or slice body the
+	// usual rules hold.
+	switch b := lr.Body(); b.Type() {
+	case pcommon.ValueTypeBytes, pcommon.ValueTypeDouble:
+	default:
+		normalizeValue(b)
+	}
 	normalizeMap(lr.Attributes())
 }
 
