@@ -73,6 +73,11 @@ func TestRealCluster(t *testing.T) {
 		for _, routed := range []bool{true, false} {
 			index := fmt.Sprintf("fwd-%v", routed)
 			createIndex(t, base, index, 3, 1)
+			// Every replica started before the measure: writes during a
+			// replica's recovery are not replicated the same way.
+			if code := httpJSON(t, "GET", base+"/_cluster/health/"+index+"?wait_for_status=green&timeout=60s", "", nil); code != 200 {
+				t.Fatalf("%s not green: HTTP %d", index, code)
+			}
 			cfg := testConfig(c.Addrs())
 			cfg.LogsIndex = index
 			cfg.Routing.Enabled = routed
