@@ -134,6 +134,9 @@ func createDefaultConfig() *Config {
 	// handshaken) again for the next.
 	ka := confighttp.NewDefaultKeepaliveClientConfig()
 	ka.MaxIdleConnsPerHost = defaultIdleConnsPerHost
+	// No total cap (net/http: 0 is none): its default of 100 would undercut
+	// the per-node number from the fourth node on.
+	ka.MaxIdleConns = 0
 	httpCfg.Keepalive = configoptional.Some(ka)
 	return &Config{
 		ClientConfig: httpCfg,
@@ -219,6 +222,9 @@ func (c *Config) Validate() error {
 // name, so it follows OpenSearch's index name rules, and may not contain
 // '-' (the SS4O separator).
 func checkNamePart(s string) error {
+	if len(s) > maxNamePart {
+		return fmt.Errorf("%q is longer than %d bytes (the data stream name and its backing indices, .ds-<name>-000001, must fit in OpenSearch's 255)", s, maxNamePart)
+	}
 	if strings.ContainsRune(s, '-') {
 		return fmt.Errorf("%q must not contain '-' (it separates the parts of ss4o_<type>-<dataset>-<namespace>)", s)
 	}
@@ -232,6 +238,10 @@ func checkNamePart(s string) error {
 }
 
 const invalidIndexChars = `\/*?"<>| ,#:`
+
+// maxNamePart bounds dataset and namespace: ss4o_traces-<100>-<100> with
+// its backing index prefix and generation stays under 255 bytes.
+const maxNamePart = 100
 
 // checkIndexName applies OpenSearch's index name rules.
 func checkIndexName(s string) error {

@@ -445,6 +445,7 @@ func TestConfigValidate(t *testing.T) {
 		"document_id_attribute: required":              func(c *Config) { c.DocumentID = DocumentIDAttribute },
 		"dataset: \"my-set\" must not contain '-'":     func(c *Config) { c.Dataset = "my-set" },
 		"namespace: must not be empty":                 func(c *Config) { c.Namespace = "" },
+		"is longer than 100 bytes":                     func(c *Config) { c.Dataset = strings.Repeat("a", 101) },
 		"logs_index: \"Logs\" must be lowercase":       func(c *Config) { c.LogsIndex = "Logs" },
 		"bulk.max_bytes: must be at least 1024":        func(c *Config) { c.Bulk.MaxBytes = 10 },
 		"bulk.max_attempts: must be at least 1":        func(c *Config) { c.Bulk.MaxAttempts = 0 },
@@ -500,6 +501,27 @@ func TestTelemetryLevels(t *testing.T) {
 		}
 		if own == 0 || (httpMetrics > 0) != detailed {
 			t.Fatalf("detailed=%v: %d otelhttp metrics, %d of the exporter's", detailed, httpMetrics, own)
+		}
+	}
+}
+
+// TestInstallTemplatesURL: the template goes under the endpoint's path,
+// without its query or fragment.
+func TestInstallTemplatesURL(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+		fmt.Fprint(w, `{"acknowledged":true}`)
+	}))
+	defer srv.Close()
+	for seed, want := range map[string]string{
+		srv.URL + "/?x=1#f":     "PUT /_index_template/ss4o_logs?",
+		srv.URL + "/search/":    "PUT /search/_index_template/ss4o_logs?",
+		srv.URL + "/search?x=1": "PUT /search/_index_template/ss4o_logs?",
+	} {
+		got = nil
+		if err := installTemplates(context.Background(), srv.Client(), []string{seed}, signalLogs); err != nil || len(got) != 1 || got[0] != want {
+			t.Errorf("%s: %v %v, want %s", seed, got, err, want)
 		}
 	}
 }

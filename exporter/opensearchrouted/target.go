@@ -95,5 +95,5 @@ func (t *targetCache) record(o origin, rec pcommon.Map) string {
 }
 
 func validPart(s string) bool {
-	return s != "" && len(s) <= 100 && checkNamePart(s) == nil
+	return s != "" && checkNamePart(s) == nil
 }

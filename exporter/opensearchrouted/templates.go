@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
 // SS4O-compatible index templates: they make ss4o_logs-*-* and
-// ss4o_traces-*-* data streams with the fields our documents carry.
+// ss4o_traces-*-* data streams with the fields our documents carry. Keyword
+// fields that may hold long free text have ignore_above 8191 characters:
+// a longer value stays in _source but is not indexed, where it would
+// otherwise exceed Lucene's 32766-byte term and get the document refused.
 const logsTemplate = `{
   "index_patterns": ["ss4o_logs-*-*"],
   "data_stream": {},
@@ -27,8 +31,8 @@ const logsTemplate = `{
         "traceId": {"type": "keyword"},
         "spanId": {"type": "keyword"},
         "flags": {"type": "long"},
-        "severity": {"properties": {"text": {"type": "keyword"}, "number": {"type": "integer"}}},
-        "eventName": {"type": "keyword"},
+        "severity": {"properties": {"text": {"type": "keyword", "ignore_above": 8191}, "number": {"type": "integer"}}},
+        "eventName": {"type": "keyword", "ignore_above": 8191},
         "body": {"type": "text"},
         "bodyType": {"type": "keyword"},
         "droppedAttributesCount": {"type": "integer"},
@@ -56,10 +60,10 @@ const tracesTemplate = `{
         "traceId": {"type": "keyword"},
         "spanId": {"type": "keyword"},
         "parentSpanId": {"type": "keyword"},
-        "traceState": {"type": "keyword"},
-        "name": {"type": "keyword"},
+        "traceState": {"type": "keyword", "ignore_above": 8191},
+        "name": {"type": "keyword", "ignore_above": 8191},
         "kind": {"type": "keyword"},
-        "status": {"properties": {"code": {"type": "keyword"}, "message": {"type": "keyword"}}},
+        "status": {"properties": {"code": {"type": "keyword"}, "message": {"type": "keyword", "ignore_above": 8191}}},
         "events": {"type": "object"},
         "links": {"type": "object"},
         "schemaUrl": {"type": "keyword"},
@@ -79,7 +83,15 @@ func installTemplates(ctx context.Context, c *http.Client, seeds []string, sig s
 	}
 	var last error
 	for _, s := range seeds {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, strings.TrimSuffix(s, "/")+"/_index_template/"+name, bytes.NewReader([]byte(body)))
+		u, err := url.Parse(s)
+		if err != nil {
+			return fmt.Errorf("opensearchrouted: install_templates: endpoint %q: %w", s, err)
+		}
+		// Under the endpoint's path; without its query or fragment (the
+		// writes ignore them too).
+		u.Path = strings.TrimSuffix(u.Path, "/") + "/_index_template/" + name
+		u.RawPath, u.RawQuery, u.Fragment = "", "", ""
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, u.String(), bytes.NewReader([]byte(body)))
 		if err != nil {
 			return err
 		}
