@@ -903,34 +903,48 @@ func TestSlicesAreDisjointAndComplete(t *testing.T) {
 	}
 }
 
-func TestCursorResume(t *testing.T) {
-	fc := newFakeCluster(t, 1, 3)
-	fc.fill("logs", 500)
-	var s sleeper
-	p := mustOpen(t, opts(fc, &s))
-	var got []string
-	// Stop mid-page; the rest of the page is kept for the next loop.
+// hitsUntil appends the ids of p's hits to got until it holds n, and stops
+// the loop there.
+func hitsUntil(t *testing.T, p *Paginator, got []string, n int) []string {
+	t.Helper()
 	for h, err := range p.Hits(context.Background()) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, h.ID)
-		if len(got) == 130 {
+		if len(got) == n {
 			break
 		}
 	}
-	if c := p.Cursor(); string(c[2]) != `"doc-00129"` {
-		t.Fatalf("cursor %s", c)
-	}
+	return got
+}
+
+// pagesUntil is hitsUntil with Pages: whole pages, until got holds at least n.
+func pagesUntil(t *testing.T, p *Paginator, got []string, n int) []string {
+	t.Helper()
 	for pg, err := range p.Pages(context.Background()) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, ids(pg.Hits)...)
-		if len(got) == 300 {
+		if len(got) >= n {
 			break
 		}
 	}
+	return got
+}
+
+func TestCursorResume(t *testing.T) {
+	fc := newFakeCluster(t, 1, 3)
+	fc.fill("logs", 500)
+	var s sleeper
+	p := mustOpen(t, opts(fc, &s))
+	// Stop mid-page; the rest of the page is kept for the next loop.
+	got := hitsUntil(t, p, nil, 130)
+	if c := p.Cursor(); string(c[2]) != `"doc-00129"` {
+		t.Fatalf("cursor %s", c)
+	}
+	got = pagesUntil(t, p, got, 300)
 	cur := p.Cursor()
 	p.Close(context.Background())
 	if string(cur[2]) != `"doc-00299"` {
@@ -1374,23 +1388,8 @@ func TestHitsThenPagesThenHits(t *testing.T) {
 	})
 	p := mustOpen(t, opts(fc, &s)) // pages of 100
 	defer p.Close(context.Background())
-	var got []string
-	for h, err := range p.Hits(context.Background()) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, h.ID)
-		if len(got) == 100 {
-			break
-		}
-	}
-	for pg, err := range p.Pages(context.Background()) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, ids(pg.Hits)...)
-		break
-	}
+	got := hitsUntil(t, p, nil, 100) // stops right after the first page's last hit
+	got = pagesUntil(t, p, got, 101) // one page
 	before := fmt.Sprint(p.Cursor())
 	failing.Store(true)
 	for _, err := range p.Hits(context.Background()) {
@@ -1407,12 +1406,7 @@ func TestHitsThenPagesThenHits(t *testing.T) {
 	o.SearchAfter = p.Cursor()
 	p2 := mustOpen(t, o)
 	defer p2.Close(context.Background())
-	for h, err := range p2.Hits(context.Background()) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, h.ID)
-	}
+	got = append(got, ids(readHits(t, p2, nil).hits)...)
 	seen := map[string]bool{}
 	for _, id := range got {
 		if seen[id] {
