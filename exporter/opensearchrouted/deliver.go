@@ -286,6 +286,14 @@ func (e *osExporter) maxBytes(n *routing.Node) int {
 // marked dead while their sub-bulk waited for its window.
 const errNodeDied = "node_died_while_queued"
 
+// unsent marks items that were not sent as retryable, errorType saying why.
+func (c *call) unsent(items []int32, errorType string) {
+	for _, it := range items {
+		c.class[it] = bulk.Retry
+		c.result[it] = bulk.Outcome{ErrorType: errorType}
+	}
+}
+
 // run sends one sub-bulk under its node's window and records each item's
 // verdict. Jobs of one round touch disjoint items.
 func (e *osExporter) run(ctx context.Context, c *call, j *job) {
@@ -297,10 +305,7 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 	w := node.Window()
 	tk, err := w.Acquire(ctx) // blocking here is the backpressure
 	if err != nil {
-		for _, it := range j.items {
-			c.class[it] = bulk.Retry
-			c.result[it] = bulk.Outcome{ErrorType: bulk.ErrCanceled}
-		}
+		c.unsent(j.items, bulk.ErrCanceled)
 		j.err = err
 		return
 	}
@@ -313,10 +318,7 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 		// formed is sent to: every node was dead, and the request doubles
 		// as a health check.)
 		w.Release(tk, routing.Failure)
-		for _, it := range j.items {
-			c.class[it] = bulk.Retry
-			c.result[it] = bulk.Outcome{ErrorType: errNodeDied}
-		}
+		c.unsent(j.items, errNodeDied)
 		return
 	}
 	start := time.Now()
