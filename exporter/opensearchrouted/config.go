@@ -114,7 +114,21 @@ type BulkConfig struct {
 	// items; it doubles per attempt, with jitter, up to 30s per wait (or
 	// RetryBackoff itself if longer) (default 100ms).
 	RetryBackoff time.Duration `mapstructure:"retry_backoff"`
+	// Transport sends the _bulk requests (default auto): auto uses the
+	// exporter's own HTTP/1.1 transport unless the HTTP client settings ask
+	// for something only the collector's client does (auth, compression,
+	// proxy_url or a proxy from the environment, middlewares,
+	// dialer_middleware, cookies, max_conns_per_host, a Host header);
+	// confighttp always uses the collector's client. Discovery always uses
+	// the collector's client.
+	Transport string `mapstructure:"transport"`
 }
+
+// Bulk transports.
+const (
+	TransportAuto       = "auto"
+	TransportConfighttp = "confighttp"
+)
 
 // defaultIdleConnsPerHost is keepalive.max_idle_conns_per_host unless set:
 // enough for a node's window of in-flight sub-bulks (its write threads).
@@ -155,6 +169,7 @@ func createDefaultConfig() *Config {
 			MaxBytes:     5 << 20,
 			MaxAttempts:  4,
 			RetryBackoff: 100 * time.Millisecond,
+			Transport:    TransportAuto,
 		},
 	}
 }
@@ -211,6 +226,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Bulk.RetryBackoff < 0 {
 		add("bulk.retry_backoff: must not be negative, got %v", c.Bulk.RetryBackoff)
+	}
+	if c.Bulk.Transport != TransportAuto && c.Bulk.Transport != TransportConfighttp {
+		add("bulk.transport: %q is not one of auto, confighttp", c.Bulk.Transport)
 	}
 	if c.Timeout < 0 {
 		add("timeout: must not be negative, got %v", c.Timeout)

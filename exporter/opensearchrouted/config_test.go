@@ -107,7 +107,7 @@ func TestLoadConfigEveryKey(t *testing.T) {
 		NodeStatsInterval:  0,
 		WindowCeiling:      16,
 	}
-	want.Bulk = BulkConfig{MaxBytes: 1 << 20, MaxAttempts: 3, RetryBackoff: 250 * time.Millisecond}
+	want.Bulk = BulkConfig{MaxBytes: 1 << 20, MaxAttempts: 3, RetryBackoff: 250 * time.Millisecond, Transport: TransportConfighttp}
 
 	if v, ok := cfg.Headers.Get("X-Team"); !ok || string(v) != "observability" {
 		t.Errorf("headers = %v, want X-Team: observability", cfg.Headers)
@@ -174,7 +174,7 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"no_endpoint":        {"endpoints: at least one endpoint is required"},
 		"bad_document_id":    {`document_id: "uuid" is not one of`},
 		"bad_dataset":        {"dataset:", "must not contain '-'"},
-		"bad_bulk":           {"bulk.max_bytes: must be at least 1024", "bulk.max_attempts: must be at least 1"},
+		"bad_bulk":           {"bulk.max_bytes: must be at least 1024", "bulk.max_attempts: must be at least 1", `bulk.transport: "fasthttp" is not one of auto, confighttp`},
 		"credentials_in_url": {"carries credentials in the URL"},
 	} {
 		t.Run(name, func(t *testing.T) {

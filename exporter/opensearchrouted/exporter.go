@@ -105,7 +105,8 @@ type shared struct {
 	router *routing.Router
 	client *bulk.Client
 	http   *http.Client
-	tel    *telemetry // the first exporter's: observes the node gauges
+	bulkTr *bulk.Transport // the exporter's own bulk transport, if used
+	tel    *telemetry      // the first exporter's: observes the node gauges
 }
 
 var (
@@ -148,8 +149,18 @@ func acquireShared(ctx context.Context, e *osExporter, host component.Host) (*sh
 		router.Close()
 		return nil, err
 	}
+	bulkClient, bulkTr, header, why, err := bulkHTTP(ctx, e.cfg, httpClient)
+	if err != nil {
+		router.Close()
+		return nil, fmt.Errorf("opensearchrouted: building the bulk transport: %w", err)
+	}
+	if why != "" {
+		e.log.Info("bulk requests use the collector's HTTP client", zap.String("because", why))
+	} else {
+		e.log.Info("bulk requests use the exporter's HTTP/1.1 transport")
+	}
 	router.Start()
-	sh := &shared{refs: 1, router: router, client: &bulk.Client{HTTP: httpClient}, http: httpClient, tel: e.tel}
+	sh := &shared{refs: 1, router: router, client: &bulk.Client{HTTP: bulkClient, Header: header}, http: httpClient, bulkTr: bulkTr, tel: e.tel}
 	shareds[e.cfg] = sh
 	return sh, nil
 }
@@ -170,6 +181,9 @@ func releaseShared(cfg *Config) error {
 	err := sh.tel.stop()
 	sh.router.Close()
 	sh.http.CloseIdleConnections()
+	if sh.bulkTr != nil {
+		sh.bulkTr.Close()
+	}
 	return err
 }
 

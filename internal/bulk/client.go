@@ -719,24 +719,16 @@ func (r *body) Read(p []byte) (int, error) {
 	}
 	n := 0
 	for n < len(p) && r.k < len(st.items) {
-		data := st.b.items[st.items[r.k]].data
-		if st.elide > 0 && r.off <= len(actionHead) {
-			if r.off < len(actionHead) {
-				c := copy(p[n:], data[r.off:len(actionHead)])
-				n += c
-				r.off += c
-				continue
-			}
-			// Skip "_index":…, and its comma when "_id" follows.
-			r.off += st.elide
-			if data[r.off] == ',' {
-				r.off++
-			}
+		head, rest := st.parts(r.k)
+		var c int
+		if r.off < len(head) {
+			c = copy(p[n:], head[r.off:])
+		} else {
+			c = copy(p[n:], rest[r.off-len(head):])
 		}
-		c := copy(p[n:], data[r.off:])
 		n += c
 		r.off += c
-		if r.off == len(data) {
+		if r.off == len(head)+len(rest) {
 			r.k++
 			r.off = 0
 		}
@@ -745,6 +737,67 @@ func (r *body) Read(p []byte) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// parts returns item k of the body as it is sent, in two pieces: with the
+// index elided, the action line up to its "_index" field and what follows
+// that field (and its comma, when "_id" follows); else the whole item and
+// nil.
+func (st *bodyState) parts(k int) (head, rest []byte) {
+	data := st.b.items[st.items[k]].data
+	if st.elide == 0 {
+		return data, nil
+	}
+	off := len(actionHead) + st.elide
+	if data[off] == ',' {
+		off++
+	}
+	return data[:len(actionHead)], data[off:]
+}
+
+// writeTo writes head and then the rest of the body to w, through buf:
+// the items' bytes are copied from the arena into it, under the body's
+// lock, and each time it is full it is written (a larger body in pieces of
+// cap(buf)). size is the body's length, checked.
+func (r *body) writeTo(w io.Writer, head, buf []byte, size int64) error {
+	st := r.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.detached {
+		return errDetached
+	}
+	p := append(buf[:0], head...)
+	n := int64(0)
+	add := func(b []byte) error {
+		n += int64(len(b))
+		for len(b) > 0 {
+			if len(p) == cap(p) {
+				if _, err := w.Write(p); err != nil {
+					return err
+				}
+				p = p[:0]
+			}
+			c := min(cap(p)-len(p), len(b))
+			p = append(p, b[:c]...)
+			b = b[c:]
+		}
+		return nil
+	}
+	for ; r.k < len(st.items); r.k++ {
+		head, rest := st.parts(r.k)
+		if err := add(head[r.off:]); err != nil {
+			return err
+		}
+		r.off = 0
+		if err := add(rest); err != nil {
+			return err
+		}
+	}
+	if n != size {
+		return fmt.Errorf("bulk: body has %d bytes, ContentLength %d", n, size)
+	}
+	_, err := w.Write(p)
+	return err
 }
 
 func (r *body) Close() error { return nil }

@@ -158,7 +158,7 @@ func TestSendSuccess(t *testing.T) {
 		mu.Unlock()
 		return echoAll(its)
 	})
-	var c Client
+	c := testClient()
 	out := make([]Outcome, len(items)+3)
 	res, err := c.Send(context.Background(), srv.URL+"/", b, items, out)
 	if err != nil {
@@ -222,7 +222,7 @@ func TestSendMixedItemErrors(t *testing.T) {
 		}
 		return 200, response(out)
 	})
-	var c Client
+	c := testClient()
 	out := make([]Outcome, len(items))
 	res, err := c.Send(context.Background(), srv.URL, b, items, out)
 	if err != nil {
@@ -272,7 +272,7 @@ func TestSendRequestLevelFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b, items := testBatch(t, 5, 30)
 			srv, _ := fakeNode(t, func([]reqItem) (int, string) { return tc.status, tc.body })
-			var c Client
+			c := testClient()
 			out := make([]Outcome, len(items))
 			// Credentials in the URL must never appear in the error.
 			base := strings.Replace(srv.URL, "http://", "http://otel:s3cret-pw@", 1)
@@ -327,7 +327,7 @@ func TestSendSplitsOn413(t *testing.T) {
 		io.WriteString(w, resp)
 	}))
 	defer srv.Close()
-	var c Client
+	c := testClient()
 	out := make([]Outcome, len(items))
 	res, err := c.Send(context.Background(), srv.URL, b, items, out)
 	if err != nil {
@@ -371,7 +371,7 @@ func TestSend413LargeUnreadBody(t *testing.T) {
 		io.WriteString(w, resp)
 	}))
 	defer srv.Close()
-	var c Client
+	c := testClient()
 	out := make([]Outcome, len(items))
 	res, err := c.Send(context.Background(), srv.URL, b, items, out)
 	if err != nil {
@@ -392,7 +392,7 @@ func TestSendBadResponses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b, items := testBatch(t, 4, 30)
 			srv, _ := fakeNode(t, answer)
-			var c Client
+			c := testClient()
 			out := make([]Outcome, len(items))
 			_, err := c.Send(context.Background(), srv.URL, b, items, out)
 			var re *RequestError
@@ -481,7 +481,7 @@ func TestSendTransportFailures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b, items := testBatch(t, 3, 30)
-			var c Client
+			c := testClient()
 			out := make([]Outcome, len(items))
 			res, err := c.Send(context.Background(), tc.url, b, items, out)
 			var re *RequestError
@@ -518,7 +518,7 @@ func TestSendSlowServer(t *testing.T) {
 	out := make([]Outcome, len(items))
 
 	// The caller's deadline: canceled, not node down.
-	var c Client
+	c := testClient()
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -536,7 +536,8 @@ func TestSendSlowServer(t *testing.T) {
 	}
 
 	// The request's own timeout: the node is taken to be down.
-	c2 := Client{Timeout: 150 * time.Millisecond}
+	c2 := testClient()
+	c2.Timeout = 150 * time.Millisecond
 	_, err = c2.Send(context.Background(), srv.URL, b, items, out)
 	if !IsNodeDown(err) || !IsRetryable(err) {
 		t.Fatalf("request timeout: %v", err)
@@ -548,7 +549,7 @@ func TestSendSlowServer(t *testing.T) {
 	}
 
 	// http.Client.Timeout counts as the request's own timeout too.
-	c3 := Client{HTTP: &http.Client{Timeout: 150 * time.Millisecond}}
+	c3 := Client{HTTP: &http.Client{Timeout: 150 * time.Millisecond, Transport: suiteRoundTripper()}}
 	if _, err = c3.Send(context.Background(), srv.URL, b, items, out); !IsNodeDown(err) || out[0].ErrorType != ErrTimeout {
 		t.Fatalf("http.Client timeout: %v, %+v", err, out[0])
 	}
@@ -561,7 +562,7 @@ func TestSendConcurrentNodesSharedBatch(t *testing.T) {
 		s, _ := fakeNode(t, echoAll)
 		srvs = append(srvs, s)
 	}
-	var c Client
+	c := testClient()
 	var wg sync.WaitGroup
 	for i, s := range srvs {
 		var mine []int32
@@ -597,7 +598,7 @@ func TestBodyNotReadAfterSend(t *testing.T) {
 		w.WriteHeader(http.StatusTooManyRequests)
 	}))
 	defer srv.Close()
-	var c Client
+	c := testClient()
 	for round := 0; round < 5; round++ {
 		b, items := testBatch(t, 64, 16<<10) // 1 MiB: more than the server drains
 		out := make([]Outcome, len(items))
@@ -780,7 +781,8 @@ func TestSendHeadersAndUserInfo(t *testing.T) {
 	}))
 	defer srv.Close()
 	b, items := testBatch(t, 2, 10)
-	c := Client{Header: http.Header{"X-Extra": {"1"}, "Content-Type": {"text/plain"}}}
+	c := testClient()
+	c.Header = http.Header{"X-Extra": {"1"}, "Content-Type": {"text/plain"}}
 	base := strings.Replace(srv.URL, "http://", "http://otel:p%40ss@", 1)
 	if _, err := c.Send(context.Background(), base, b, items, make([]Outcome, 2)); err != nil {
 		t.Fatal(err)
@@ -815,7 +817,7 @@ func TestSend413ThenFailureStopsTheRest(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	var c Client
+	c := testClient()
 	out := make([]Outcome, len(items))
 	res, err := c.Send(context.Background(), srv.URL, b, items, out)
 	var re *RequestError
@@ -844,7 +846,7 @@ func TestSendTLSFailures(t *testing.T) {
 	out := make([]Outcome, len(items))
 
 	// A certificate the client does not trust.
-	var c Client
+	c := testClient()
 	_, err := c.Send(context.Background(), tlsSrv.URL, b, items, out)
 	var re *RequestError
 	if !errors.As(err, &re) || re.Kind != KindTLS || !IsNodeDown(err) || out[0].ErrorType != ErrTLS || Classify(out[0]) != Retry {
@@ -906,7 +908,7 @@ func TestSendAppendedAndReIDed(t *testing.T) {
 		return echoAll(its)
 	})
 	items := []int32{0, 1, 2, 3, 4, 5, 6, 7, 8}
-	var c Client
+	c := testClient()
 	out := make([]Outcome, len(items))
 	if _, err := c.Send(context.Background(), srv.URL+"/", own, items, out); err != nil {
 		t.Fatal(err)
@@ -957,7 +959,7 @@ func TestSendIndexInURL(t *testing.T) {
 		io.WriteString(w, response(out))
 	}))
 	defer srv.Close()
-	var c Client
+	c := testClient()
 	for _, tc := range []struct {
 		items []int32
 		path  string

@@ -1,0 +1,452 @@
+package bulk
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Transport is a plain HTTP/1.1 client transport for the exporter's _bulk
+// requests, an http.RoundTripper. Each request is written and its answer
+// read on the calling goroutine over a kept-alive connection, the request
+// line, headers and body in one write. net/http's Transport passes each
+// request through two goroutines of its connection, writes the headers
+// and the body separately, and allocates a 32 KiB copy buffer per request;
+// on two cores that costs about a tenth of a push's time (BENCHMARKS.md).
+//
+// It does only what _bulk needs: no proxies, no HTTP/2, no compression, no
+// redirects, no 100-continue; a request's body must have a known
+// ContentLength. http and https (TLSConfig) URLs are served.
+//
+// A request that fails on a kept-alive connection before any of the
+// answer was read (the server closed the idle connection meanwhile) is
+// sent once more on a new connection, when req.GetBody can give its body
+// again. Set the fields before the first request.
+type Transport struct {
+	// TLSConfig for https URLs; nil: crypto/tls defaults. ServerName is
+	// set from the URL's host when empty.
+	TLSConfig *tls.Config
+	// DialTimeout bounds connecting (with the TLS handshake); 0: 30s.
+	DialTimeout time.Duration
+	// MaxIdleConnsPerHost kept for reuse; 0: 32, < 0: none.
+	MaxIdleConnsPerHost int
+	// IdleConnTimeout closes a connection idle for longer; 0: never.
+	IdleConnTimeout time.Duration
+	// DisableKeepAlives: one connection per request.
+	DisableKeepAlives bool
+
+	mu     sync.Mutex
+	idle   map[string][]*wireConn // by scheme://host:port, most recent last
+	closed bool
+
+	// dials counts connections made (tests).
+	dials int
+}
+
+// wireConn is one connection of a Transport.
+type wireConn struct {
+	t    *Transport
+	key  string
+	conn net.Conn
+	br   *bufio.Reader
+	used time.Time // when it went idle
+	head []byte    // request line and headers being written
+}
+
+const defaultIdlePerHost = 32
+
+// aLongTimeAgo is a deadline in the past: it makes blocked reads and
+// writes of a connection return at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+var errTransportClosed = errors.New("bulk: transport closed")
+
+// RoundTrip sends req and returns its response, whose Body must be read
+// and closed (the connection is reused only once the body was read to its
+// end). The response's body reads end when req's context does.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	u := req.URL
+	if u == nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		closeBody(req)
+		return nil, errors.New("bulk: transport: want an http(s)://host URL")
+	}
+	if req.Body != nil && req.Body != http.NoBody && req.ContentLength <= 0 {
+		closeBody(req)
+		return nil, errors.New("bulk: transport: a request body needs its ContentLength")
+	}
+	ctx := req.Context()
+	key := u.Scheme + "://" + canonicalHost(u.Scheme, u.Host)
+	for attempt := 0; ; attempt++ {
+		wc, reused, err := t.get(ctx, key, u.Scheme, u.Host)
+		if err != nil {
+			closeBody(req)
+			return nil, err
+		}
+		resp, fresh, err := wc.roundTrip(req)
+		if err == nil {
+			return resp, nil
+		}
+		wc.close()
+		if !reused || !fresh || attempt > 0 || ctx.Err() != nil || isTimeout(err) {
+			closeBody(req)
+			return nil, err
+		}
+		// The kept connection was closed by the server while idle: once
+		// more, on a new one.
+		if req.Body != nil && req.Body != http.NoBody {
+			if req.GetBody == nil {
+				return nil, err
+			}
+			body, gerr := req.GetBody()
+			if gerr != nil {
+				return nil, err
+			}
+			r2 := *req
+			r2.Body = body
+			req = &r2
+		}
+	}
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
+
+// canonicalHost adds the scheme's default port to a host without one.
+func canonicalHost(scheme, host string) string {
+	if _, _, err := net.SplitHostPort(host); err == nil {
+		return host
+	}
+	if scheme == "https" {
+		return net.JoinHostPort(strings.Trim(host, "[]"), "443")
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), "80")
+}
+
+// get returns an idle connection to key, or a new one.
+func (t *Transport) get(ctx context.Context, key, scheme, host string) (*wireConn, bool, error) {
+	now := time.Now()
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, false, errTransportClosed
+	}
+	for list := t.idle[key]; len(list) > 0; list = t.idle[key] {
+		wc := list[len(list)-1]
+		list[len(list)-1] = nil
+		t.idle[key] = list[:len(list)-1]
+		if t.IdleConnTimeout > 0 && now.Sub(wc.used) > t.IdleConnTimeout {
+			t.mu.Unlock()
+			wc.conn.Close()
+			t.mu.Lock()
+			continue
+		}
+		t.mu.Unlock()
+		return wc, true, nil
+	}
+	t.dials++
+	t.mu.Unlock()
+	wc, err := t.dial(ctx, key, scheme, host)
+	return wc, false, err
+}
+
+func (t *Transport) dial(ctx context.Context, key, scheme, host string) (*wireConn, error) {
+	timeout := t.DialTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	addr := canonicalHost(scheme, host)
+	d := net.Dialer{KeepAlive: 30 * time.Second}
+	conn, err := d.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	wc := &wireConn{t: t, key: key, conn: conn}
+	if scheme == "https" {
+		cfg := t.TLSConfig.Clone()
+		if cfg == nil {
+			cfg = &tls.Config{}
+		}
+		if cfg.ServerName == "" {
+			h, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				h = host
+			}
+			cfg.ServerName = h
+		}
+		cfg.NextProtos = nil // HTTP/1.1 only
+		tc := tls.Client(conn, cfg)
+		if err := tc.HandshakeContext(dctx); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		wc.conn = tc
+	}
+	wc.br = bufio.NewReaderSize(wc.conn, 32<<10)
+	return wc, nil
+}
+
+// put keeps wc for reuse, or closes it.
+func (t *Transport) put(wc *wireConn) {
+	max := t.MaxIdleConnsPerHost
+	if max == 0 {
+		max = defaultIdlePerHost
+	}
+	t.mu.Lock()
+	if t.closed || t.DisableKeepAlives || max < 0 || len(t.idle[wc.key]) >= max {
+		t.mu.Unlock()
+		wc.conn.Close()
+		return
+	}
+	if t.idle == nil {
+		t.idle = map[string][]*wireConn{}
+	}
+	wc.used = time.Now()
+	t.idle[wc.key] = append(t.idle[wc.key], wc)
+	t.mu.Unlock()
+}
+
+// CloseIdleConnections closes the connections kept for reuse.
+func (t *Transport) CloseIdleConnections() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle = nil
+	t.mu.Unlock()
+	for _, list := range idle {
+		for _, wc := range list {
+			wc.conn.Close()
+		}
+	}
+}
+
+// Close closes the idle connections and makes later requests fail.
+func (t *Transport) Close() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.CloseIdleConnections()
+}
+
+func (wc *wireConn) close() { wc.conn.Close() }
+
+// roundTrip writes req and reads the head of its response. fresh tells,
+// with an error, whether it looks like the connection had been closed by
+// the server before this request (it broke, or ended, before any answer
+// came): then the transport may send the request again on a new one.
+func (wc *wireConn) roundTrip(req *http.Request) (resp *http.Response, fresh bool, err error) {
+	ctx := req.Context()
+	if d, ok := ctx.Deadline(); ok {
+		_ = wc.conn.SetDeadline(d)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = wc.conn.SetDeadline(aLongTimeAgo) })
+	fail := func(err error) (*http.Response, bool, error) {
+		stop()
+		fresh := errors.Is(err, io.EOF) || isConnDown(err)
+		if ctxExpired(ctx, err) {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+		return nil, fresh, err
+	}
+	closeReq := req.Close || wc.t.DisableKeepAlives
+	if err := wc.writeHead(req, closeReq); err != nil {
+		stop()
+		return nil, false, err
+	}
+	werr := wc.writeBody(req)
+	if werr != nil {
+		// The server may have answered before reading the whole body (a
+		// 413 or 401) and closed: read that answer if it came.
+		_ = wc.conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	}
+	for {
+		resp, err = http.ReadResponse(wc.br, req)
+		if err != nil {
+			if werr != nil {
+				return fail(werr)
+			}
+			return fail(err)
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			continue // an interim answer: the final one follows
+		}
+		break
+	}
+	if werr != nil {
+		resp.Close = true // the request was not all sent: never reuse
+	}
+	resp.Body = &wireBody{ctx: ctx, wc: wc, rc: resp.Body, stop: stop, reuse: !resp.Close && !closeReq,
+		eof: resp.Body == http.NoBody}
+	return resp, false, nil
+}
+
+// writeHead formats the request line and headers into wc.head.
+func (wc *wireConn) writeHead(req *http.Request, closeReq bool) error {
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	h := append(wc.head[:0], method...)
+	h = append(h, ' ')
+	h = append(h, req.URL.RequestURI()...)
+	h = append(h, " HTTP/1.1\r\nHost: "...)
+	h = append(h, host...)
+	h = append(h, "\r\n"...)
+	for k, vs := range req.Header {
+		if !validHeaderName(k) {
+			return fmt.Errorf("bulk: transport: invalid header name %q", k)
+		}
+		switch http.CanonicalHeaderKey(k) {
+		case "Host", "Content-Length", "Connection", "Transfer-Encoding":
+			continue // written here, from the request's fields
+		}
+		for _, v := range vs {
+			if strings.ContainsAny(v, "\r\n\x00") {
+				return fmt.Errorf("bulk: transport: invalid value of header %q", k)
+			}
+			h = append(h, k...)
+			h = append(h, ": "...)
+			h = append(h, v...)
+			h = append(h, "\r\n"...)
+		}
+	}
+	if req.Body != nil && req.Body != http.NoBody || req.ContentLength > 0 {
+		h = append(h, "Content-Length: "...)
+		h = strconv.AppendInt(h, req.ContentLength, 10)
+		h = append(h, "\r\n"...)
+	}
+	if closeReq {
+		h = append(h, "Connection: close\r\n"...)
+	}
+	wc.head = append(h, "\r\n"...)
+	return nil
+}
+
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// writeBody writes the head and the body: a body Send made is copied from
+// the Batch's arena into a pooled buffer and written with the head in one
+// write (net/http copies it too, through a buffer of 32 KiB it allocates
+// per request; one writev of the arena's slices, one per item, costs the
+// kernel more than the copy); any other body through a bufio.Writer.
+func (wc *wireConn) writeBody(req *http.Request) error {
+	if req.Body == nil || req.Body == http.NoBody {
+		_, err := wc.conn.Write(wc.head)
+		return err
+	}
+	defer req.Body.Close()
+	if b, ok := req.Body.(*body); ok {
+		bufp := writePool.Get().(*[]byte)
+		defer writePool.Put(bufp)
+		return b.writeTo(wc.conn, wc.head, *bufp, req.ContentLength)
+	}
+	bw := bufio.NewWriterSize(wc.conn, 64<<10)
+	if _, err := bw.Write(wc.head); err != nil {
+		return err
+	}
+	n, err := io.CopyN(bw, req.Body, req.ContentLength)
+	if err != nil {
+		if n < req.ContentLength && (err == io.EOF || err == nil) {
+			err = fmt.Errorf("bulk: transport: body has %d bytes, ContentLength %d", n, req.ContentLength)
+		}
+		return err
+	}
+	return bw.Flush()
+}
+
+// writePool holds the buffers request bodies are written through: a
+// sub-bulk of up to this size goes in one write.
+var writePool = sync.Pool{New: func() any { b := make([]byte, 0, 512<<10); return &b }}
+
+// wireBody is a response body: once read to its end and closed, its
+// connection is kept for the next request.
+type wireBody struct {
+	ctx    context.Context
+	wc     *wireConn
+	rc     io.ReadCloser
+	stop   func() bool
+	reuse  bool
+	eof    bool
+	closed bool
+}
+
+func (b *wireBody) Read(p []byte) (int, error) {
+	if b.closed {
+		return 0, errors.New("bulk: read of a closed response body")
+	}
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	} else if err != nil && ctxExpired(b.ctx, err) {
+		err = fmt.Errorf("%w (%v)", b.ctx.Err(), err)
+	}
+	return n, err
+}
+
+// ctxExpired reports whether ctx has ended, after err. The connection's
+// deadline is the context's: its timeout can be seen a moment before the
+// context's own timer has fired, and then this waits for that moment, so
+// that the caller sees its context ended (and not a slow node).
+func ctxExpired(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	if d, ok := ctx.Deadline(); ok && isTimeout(err) && !time.Now().Before(d) {
+		<-ctx.Done()
+		return true
+	}
+	return false
+}
+
+func (b *wireBody) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	if !b.eof {
+		// Not read to its end: the connection cannot be reused (closing it
+		// first makes the body's own Close, which drains, return at once).
+		b.wc.close()
+		b.stop()
+		_ = b.rc.Close()
+		return nil
+	}
+	_ = b.rc.Close()
+	if !b.stop() || !b.reuse {
+		b.wc.close() // the context ended meanwhile, or the server said close
+		return nil
+	}
+	if err := b.wc.conn.SetDeadline(time.Time{}); err != nil {
+		b.wc.close()
+		return nil
+	}
+	b.wc.t.put(b.wc)
+	return nil
+}
