@@ -86,7 +86,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	key := u.Scheme + "://" + canonicalHost(u.Scheme, u.Host)
 	for attempt := 0; ; attempt++ {
-		wc, reused, err := t.get(ctx, key, u.Scheme, u.Host)
+		wc, reused, err := t.get(ctx, key, u.Scheme, u.Host, attempt == 0)
 		if err != nil {
 			closeBody(req)
 			return nil, err
@@ -101,7 +101,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		// The kept connection was closed by the server while idle: once
-		// more, on a new one.
+		// more, on a new one (the other idle ones may be as stale, after a
+		// restart of the node).
 		if req.Body != nil && req.Body != http.NoBody {
 			if req.GetBody == nil {
 				return nil, err
@@ -134,15 +135,15 @@ func canonicalHost(scheme, host string) string {
 	return net.JoinHostPort(strings.Trim(host, "[]"), "80")
 }
 
-// get returns an idle connection to key, or a new one.
-func (t *Transport) get(ctx context.Context, key, scheme, host string) (*wireConn, bool, error) {
+// get returns an idle connection to key (if idle), or a new one.
+func (t *Transport) get(ctx context.Context, key, scheme, host string, idle bool) (*wireConn, bool, error) {
 	now := time.Now()
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
 		return nil, false, errTransportClosed
 	}
-	for list := t.idle[key]; len(list) > 0; list = t.idle[key] {
+	for list := t.idle[key]; idle && len(list) > 0; list = t.idle[key] {
 		wc := list[len(list)-1]
 		list[len(list)-1] = nil
 		t.idle[key] = list[:len(list)-1]
@@ -390,8 +391,9 @@ func (wc *wireConn) writeBody(req *http.Request) error {
 }
 
 // writePool holds the buffers request bodies are written through: a
-// sub-bulk of up to this size goes in one write.
-var writePool = sync.Pool{New: func() any { b := make([]byte, 0, 512<<10); return &b }}
+// sub-bulk of up to this size goes in one write, a larger one in pieces of
+// it. A buffer is held only while its request is being written.
+var writePool = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return &b }}
 
 // wireBody is a response body: once read to its end and closed, its
 // connection is kept for the next request.
