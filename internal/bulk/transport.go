@@ -46,6 +46,7 @@ type Transport struct {
 
 	mu     sync.Mutex
 	idle   map[string][]*wireConn // by scheme://host:port, most recent last
+	swept  time.Time              // when idle was last rid of expired connections
 	closed bool
 
 	// dials counts connections made (tests).
@@ -74,15 +75,11 @@ var errTransportClosed = errors.New("bulk: transport closed")
 // and closed (the connection is reused only once the body was read to its
 // end). The response's body reads end when req's context does.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := validRequest(req); err != nil {
+		closeBody(req)
+		return nil, err
+	}
 	u := req.URL
-	if u == nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		closeBody(req)
-		return nil, errors.New("bulk: transport: want an http(s)://host URL")
-	}
-	if req.Body != nil && req.Body != http.NoBody && req.ContentLength <= 0 {
-		closeBody(req)
-		return nil, errors.New("bulk: transport: a request body needs its ContentLength")
-	}
 	ctx := req.Context()
 	key := u.Scheme + "://" + canonicalHost(u.Scheme, u.Host)
 	for attempt := 0; ; attempt++ {
@@ -118,6 +115,51 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
+// validRequest refuses what the transport cannot send, or could only send
+// as a malformed request, before a connection is taken for it.
+func validRequest(req *http.Request) error {
+	u := req.URL
+	if u == nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("bulk: transport: want an http(s)://host URL")
+	}
+	hasBody := req.Body != nil && req.Body != http.NoBody
+	switch {
+	case hasBody && req.ContentLength <= 0:
+		return errors.New("bulk: transport: a request body needs its ContentLength")
+	case !hasBody && req.ContentLength != 0:
+		return fmt.Errorf("bulk: transport: ContentLength %d without a body", req.ContentLength)
+	case req.Method != "" && !validToken(req.Method):
+		return fmt.Errorf("bulk: transport: invalid method %q", req.Method)
+	case strings.ContainsAny(req.Host, " \r\n\x00"):
+		return errors.New("bulk: transport: invalid Host")
+	}
+	for k, vs := range req.Header {
+		if !validToken(k) {
+			return fmt.Errorf("bulk: transport: invalid header name %q", k)
+		}
+		for _, v := range vs {
+			if strings.ContainsAny(v, "\r\n\x00") {
+				return fmt.Errorf("bulk: transport: invalid value of header %q", k)
+			}
+		}
+	}
+	return nil
+}
+
+// validToken reports whether s is an HTTP token (a method or header name).
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func closeBody(req *http.Request) {
 	if req.Body != nil {
 		_ = req.Body.Close()
@@ -137,27 +179,28 @@ func canonicalHost(scheme, host string) string {
 
 // get returns an idle connection to key (if idle), or a new one.
 func (t *Transport) get(ctx context.Context, key, scheme, host string, idle bool) (*wireConn, bool, error) {
-	now := time.Now()
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
 		return nil, false, errTransportClosed
 	}
+	now := time.Now()
+	expired := t.expireLocked(now)
 	for list := t.idle[key]; idle && len(list) > 0; list = t.idle[key] {
 		wc := list[len(list)-1]
 		list[len(list)-1] = nil
 		t.idle[key] = list[:len(list)-1]
 		if t.IdleConnTimeout > 0 && now.Sub(wc.used) > t.IdleConnTimeout {
-			t.mu.Unlock()
-			wc.conn.Close()
-			t.mu.Lock()
+			expired = append(expired, wc)
 			continue
 		}
 		t.mu.Unlock()
+		closeAll(expired)
 		return wc, true, nil
 	}
 	t.dials++
 	t.mu.Unlock()
+	closeAll(expired)
 	wc, err := t.dial(ctx, key, scheme, host)
 	return wc, false, err
 }
@@ -198,6 +241,41 @@ func (t *Transport) dial(ctx context.Context, key, scheme, host string) (*wireCo
 	}
 	wc.br = bufio.NewReaderSize(wc.conn, 32<<10)
 	return wc, nil
+}
+
+// expireLocked takes out of idle, at most once per IdleConnTimeout, the
+// connections idle for longer than that (of every host: a node that left
+// the cluster is never asked for again), for the caller to close.
+func (t *Transport) expireLocked(now time.Time) []*wireConn {
+	if t.IdleConnTimeout <= 0 || now.Sub(t.swept) < t.IdleConnTimeout/2 {
+		return nil
+	}
+	t.swept = now
+	var expired []*wireConn
+	for key, list := range t.idle {
+		k := 0 // oldest first
+		for k < len(list) && now.Sub(list[k].used) > t.IdleConnTimeout {
+			k++
+		}
+		if k == 0 {
+			continue
+		}
+		expired = append(expired, list[:k]...)
+		if k == len(list) {
+			delete(t.idle, key)
+			continue
+		}
+		n := copy(list, list[k:])
+		clear(list[n:])
+		t.idle[key] = list[:n]
+	}
+	return expired
+}
+
+func closeAll(conns []*wireConn) {
+	for _, wc := range conns {
+		wc.close()
+	}
 }
 
 // put keeps wc for reuse, or closes it.
@@ -262,15 +340,25 @@ func (wc *wireConn) roundTrip(req *http.Request) (resp *http.Response, fresh boo
 		return nil, fresh, err
 	}
 	closeReq := req.Close || wc.t.DisableKeepAlives
-	if err := wc.writeHead(req, closeReq); err != nil {
-		stop()
-		return nil, false, err
-	}
+	wc.writeHead(req, closeReq)
 	werr := wc.writeBody(req)
-	if werr != nil {
+	if werr != nil && ctx.Err() == nil {
 		// The server may have answered before reading the whole body (a
 		// 413 or 401) and closed: read that answer if it came.
-		_ = wc.conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		d := time.Now().Add(100 * time.Millisecond)
+		if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+			d = cd
+		}
+		_ = wc.conn.SetReadDeadline(d)
+	}
+	// Nothing at all to read (io.EOF, a reset) is a connection the server
+	// had closed; http.ReadResponse would call it an unexpected EOF, as it
+	// does an answer cut short, which must not be sent again.
+	if _, err := wc.br.Peek(1); err != nil {
+		if werr != nil {
+			return fail(werr)
+		}
+		return fail(err)
 	}
 	for {
 		resp, err = http.ReadResponse(wc.br, req)
@@ -293,8 +381,9 @@ func (wc *wireConn) roundTrip(req *http.Request) (resp *http.Response, fresh boo
 	return resp, false, nil
 }
 
-// writeHead formats the request line and headers into wc.head.
-func (wc *wireConn) writeHead(req *http.Request, closeReq bool) error {
+// writeHead formats the request line and headers into wc.head (validRequest
+// has checked them).
+func (wc *wireConn) writeHead(req *http.Request, closeReq bool) {
 	method := req.Method
 	if method == "" {
 		method = http.MethodGet
@@ -310,24 +399,18 @@ func (wc *wireConn) writeHead(req *http.Request, closeReq bool) error {
 	h = append(h, host...)
 	h = append(h, "\r\n"...)
 	for k, vs := range req.Header {
-		if !validHeaderName(k) {
-			return fmt.Errorf("bulk: transport: invalid header name %q", k)
-		}
 		switch http.CanonicalHeaderKey(k) {
 		case "Host", "Content-Length", "Connection", "Transfer-Encoding":
 			continue // written here, from the request's fields
 		}
 		for _, v := range vs {
-			if strings.ContainsAny(v, "\r\n\x00") {
-				return fmt.Errorf("bulk: transport: invalid value of header %q", k)
-			}
 			h = append(h, k...)
 			h = append(h, ": "...)
 			h = append(h, v...)
 			h = append(h, "\r\n"...)
 		}
 	}
-	if req.Body != nil && req.Body != http.NoBody || req.ContentLength > 0 {
+	if req.ContentLength > 0 {
 		h = append(h, "Content-Length: "...)
 		h = strconv.AppendInt(h, req.ContentLength, 10)
 		h = append(h, "\r\n"...)
@@ -336,20 +419,6 @@ func (wc *wireConn) writeHead(req *http.Request, closeReq bool) error {
 		h = append(h, "Connection: close\r\n"...)
 	}
 	wc.head = append(h, "\r\n"...)
-	return nil
-}
-
-func validHeaderName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // writeBody writes the head and the body through a pooled buffer, a
