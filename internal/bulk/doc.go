@@ -11,6 +11,11 @@
 //	                       straight from the arena, parse the per-item results
 //	Classify               Done, Duplicate, Retry or Permanent, decided here
 //	                       and nowhere else
+//	Transport              an HTTP/1.1 RoundTripper for Send: request written
+//	                       (copied from the arena, head and body in one
+//	                       write) and answer read on the sending goroutine,
+//	                       over kept connections; the exporter's default,
+//	                       net/http's client otherwise
 //
 // Bulk never computes shards (internal/routing does) and never encodes
 // documents (the exporter does). It never logs: errors and outcomes carry what
