@@ -2,9 +2,7 @@ package bulk
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -48,23 +46,14 @@ func TestClientSuiteOnTransport(t *testing.T) {
 // TestSendUsesSuiteTransport checks that the child run does send through
 // Transport (and the parent through net/http).
 func TestSendUsesSuiteTransport(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		_, resp := echoAll(readBulk(t, r.URL.Path, body))
-		io.WriteString(w, resp)
-	}))
-	defer srv.Close()
+	srv, _ := fakeNode(t, echoAll)
 	b, items := testBatch(t, 3, 10)
 	c := testClient()
-	suiteTransport.mu.Lock()
-	before := suiteTransport.dials
-	suiteTransport.mu.Unlock()
+	before := dialsOf(suiteTransport)
 	if _, err := c.Send(context.Background(), srv.URL, b, items, make([]Outcome, len(items))); err != nil {
 		t.Fatal(err)
 	}
-	suiteTransport.mu.Lock()
-	dials := suiteTransport.dials - before
-	suiteTransport.mu.Unlock()
+	dials := dialsOf(suiteTransport) - before
 	if want := map[bool]int{true: 1, false: 0}[suiteOnWire]; dials != want {
 		t.Fatalf("on wire %v: Transport dialled %d times", suiteOnWire, dials)
 	}
