@@ -482,6 +482,10 @@ func TestTelemetryLevels(t *testing.T) {
 	for _, detailed := range []bool{false, true} {
 		cfg := testConfig(sim.Addrs())
 		cfg.LogsIndex = "levels"
+		// The collector's client sends the bulk requests too, so that the
+		// push itself makes otelhttp metrics (with the exporter's own
+		// transport only discovery does, which runs in the background).
+		cfg.Bulk.Transport = TransportConfighttp
 		e, reader := startExporterTelemetry(t, cfg, signalLogs, detailed)
 		if err := e.pushLogs(context.Background(), makeLogs(0, 5)); err != nil {
 			t.Fatal(err)
