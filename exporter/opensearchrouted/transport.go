@@ -12,9 +12,9 @@ import (
 // bulkHTTP returns the client that sends _bulk requests: the exporter's own
 // transport (bulk.Transport) when bulk.transport is auto and the HTTP
 // client settings need nothing only the collector's client does, else std
-// (the collector's client). why says which setting kept std, "" when the
-// own transport is used. The headers setting goes into bulk.Client.Header
-// (header) either way it is needed: std applies it itself.
+// (the collector's client). why names the setting that chose std; "" with
+// the own transport, which also returns the headers setting as header, for
+// bulk.Client.Header (std applies it itself).
 func bulkHTTP(ctx context.Context, cfg *Config, std *http.Client) (c *http.Client, tr *bulk.Transport, header http.Header, why string, err error) {
 	if why = needsConfighttp(cfg); why != "" {
 		return std, nil, nil, why, nil
