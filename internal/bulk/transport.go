@@ -83,9 +83,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	u := req.URL
 	ctx := req.Context()
-	key := u.Scheme + "://" + canonicalHost(u.Scheme, u.Host)
+	addr := canonicalHost(u.Scheme, u.Host)
+	key := u.Scheme + "://" + addr
 	for attempt := 0; ; attempt++ {
-		wc, reused, err := t.get(ctx, key, u.Scheme, u.Host, attempt == 0)
+		wc, reused, err := t.get(ctx, key, u.Scheme, addr, attempt == 0)
 		if err != nil {
 			closeBody(req)
 			return nil, err
@@ -179,8 +180,9 @@ func canonicalHost(scheme, host string) string {
 	return net.JoinHostPort(strings.Trim(host, "[]"), "80")
 }
 
-// get returns an idle connection to key (if idle), or a new one.
-func (t *Transport) get(ctx context.Context, key, scheme, host string, idle bool) (*wireConn, bool, error) {
+// get returns an idle connection to key (if idle), or a new one to addr
+// (host:port).
+func (t *Transport) get(ctx context.Context, key, scheme, addr string, idle bool) (*wireConn, bool, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -203,18 +205,17 @@ func (t *Transport) get(ctx context.Context, key, scheme, host string, idle bool
 	t.dials++
 	t.mu.Unlock()
 	closeAll(expired)
-	wc, err := t.dial(ctx, key, scheme, host)
+	wc, err := t.dial(ctx, key, scheme, addr)
 	return wc, false, err
 }
 
-func (t *Transport) dial(ctx context.Context, key, scheme, host string) (*wireConn, error) {
+func (t *Transport) dial(ctx context.Context, key, scheme, addr string) (*wireConn, error) {
 	timeout := t.DialTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	addr := canonicalHost(scheme, host)
 	d := net.Dialer{KeepAlive: 30 * time.Second}
 	conn, err := d.DialContext(dctx, "tcp", addr)
 	if err != nil {
@@ -227,11 +228,7 @@ func (t *Transport) dial(ctx context.Context, key, scheme, host string) (*wireCo
 			cfg = &tls.Config{}
 		}
 		if cfg.ServerName == "" {
-			h, _, err := net.SplitHostPort(addr)
-			if err != nil {
-				h = host
-			}
-			cfg.ServerName = h
+			cfg.ServerName, _, _ = net.SplitHostPort(addr) // canonicalHost's: has a port
 		}
 		cfg.NextProtos = nil // HTTP/1.1 only
 		tc := tls.Client(conn, cfg)
