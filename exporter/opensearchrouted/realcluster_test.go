@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/opensearchrouted/opensearchrouted/internal/routing"
 	"github.com/opensearchrouted/opensearchrouted/internal/ss4o"
@@ -190,6 +191,153 @@ func TestRealCluster(t *testing.T) {
 			}
 			if b := glr.Body(); b.Type() != want.Type() || (b.Type() != pcommon.ValueTypeDouble && !b.Equal(want)) {
 				t.Errorf("document %d: body %v (%s), want %v (%s)", i, b.AsRaw(), b.Type(), want.AsRaw(), want.Type())
+			}
+		}
+	})
+
+	// Attributes whose kind changes from one record to the next, under the
+	// installed templates: every record is stored and reads back with the
+	// values it was sent with. (The templates before date_detection: false
+	// and the numeric dynamic templates refused the second record of each
+	// pair but the keyword one.)
+	t.Run("attributes whose kind changes", func(t *testing.T) {
+		cfg := testConfig(c.Addrs())
+		cfg.InstallTemplates = true
+		cfg.Dataset = "kinds"
+		e, _ := startExporter(t, cfg, signalLogs)
+		first := func(m pcommon.Map) {
+			m.PutInt("n", 5)
+			m.PutDouble("d", 1.5)
+			m.PutStr("when", "2026-11-30")
+			m.PutStr("s", "text")
+			m.PutEmptyMap("m").PutInt("k", 1)
+		}
+		second := func(m pcommon.Map) {
+			m.PutStr("n", "five")
+			m.PutStr("d", "x")
+			m.PutStr("when", "soon")
+			m.PutInt("s", 7)
+			m.PutEmptyMap("m").PutStr("k", "kay")
+		}
+		third := func(m pcommon.Map) {
+			m.PutDouble("n", 2.5)
+			m.PutBool("s", true)
+		}
+		sets := []func(pcommon.Map){first, second, third}
+		ld := plog.NewLogs()
+		for i, f := range sets {
+			rl := ld.ResourceLogs().AppendEmpty()
+			f(rl.Resource().Attributes())
+			sl := rl.ScopeLogs().AppendEmpty()
+			f(sl.Scope().Attributes())
+			lr := sl.LogRecords().AppendEmpty()
+			lr.SetTimestamp(pcommon.Timestamp(1_700_000_000_000_000_000 + int64(i)))
+			f(lr.Attributes())
+		}
+		// One call per record: the first creates the mappings.
+		for i := range sets {
+			one := plog.NewLogs()
+			ld.ResourceLogs().At(i).CopyTo(one.ResourceLogs().AppendEmpty())
+			if err := e.pushLogs(context.Background(), one); err != nil {
+				t.Fatalf("record %d: %v", i, err)
+			}
+		}
+		const ds = "ss4o_logs-kinds-namespace"
+		var res struct {
+			Hits struct {
+				Hits []struct {
+					Source  json.RawMessage `json:"_source"`
+					Ignored []string        `json:"_ignored"`
+				} `json:"hits"`
+			} `json:"hits"`
+		}
+		httpJSON(t, "POST", base+"/"+ds+"/_refresh", "", nil)
+		if code := httpJSON(t, "GET", base+"/"+ds+"/_search?size=10&sort=@timestamp:asc", "", &res); code != 200 || len(res.Hits.Hits) != len(sets) {
+			t.Fatalf("search: HTTP %d, %d hits, want %d", code, len(res.Hits.Hits), len(sets))
+		}
+		for i, h := range res.Hits.Hits {
+			got := plog.NewLogs().ResourceLogs().AppendEmpty()
+			gsl := got.ScopeLogs().AppendEmpty()
+			glr := gsl.LogRecords().AppendEmpty()
+			if err := ss4o.DecodeLog(h.Source, got, gsl, glr); err != nil {
+				t.Fatalf("document %d: %v", i, err)
+			}
+			want := ld.ResourceLogs().At(i)
+			for what, pair := range map[string][2]pcommon.Map{
+				"attributes": {glr.Attributes(), want.ScopeLogs().At(0).LogRecords().At(0).Attributes()},
+				"resource":   {got.Resource().Attributes(), want.Resource().Attributes()},
+				"scope":      {gsl.Scope().Attributes(), want.ScopeLogs().At(0).Scope().Attributes()},
+			} {
+				if !pair[0].Equal(pair[1]) {
+					t.Errorf("document %d %s: %v, want %v", i, what, pair[0].AsRaw(), pair[1].AsRaw())
+				}
+			}
+			t.Logf("document %d: _ignored %v", i, h.Ignored)
+		}
+		// Not indexed, the values of another kind are named in _ignored;
+		// the first kind stays searchable.
+		var n struct {
+			Count int `json:"count"`
+		}
+		httpJSON(t, "GET", base+"/"+ds+"/_count?q=attributes.n:5", "", &n)
+		if n.Count != 1 {
+			t.Errorf("attributes.n:5 matches %d documents, want 1", n.Count)
+		}
+		httpJSON(t, "GET", base+"/"+ds+"/_count?q=_ignored:attributes.n", "", &n)
+		if n.Count != 1 {
+			t.Errorf("_ignored:attributes.n matches %d documents, want 1 (the string)", n.Count)
+		}
+	})
+
+	// The same for spans' events and links, whose @timestamp (events) is
+	// mapped as a date although date detection is off.
+	t.Run("span event and link attributes whose kind changes", func(t *testing.T) {
+		cfg := testConfig(c.Addrs())
+		cfg.InstallTemplates = true
+		cfg.Dataset = "kinds"
+		e, _ := startExporter(t, cfg, signalTraces)
+		kinds := []func(pcommon.Map){
+			func(m pcommon.Map) { m.PutInt("n", 1); m.PutStr("when", "2026-11-30T00:00:00Z") },
+			func(m pcommon.Map) { m.PutStr("n", "one"); m.PutStr("when", "later") },
+		}
+		td := makeSpans(0, len(kinds))
+		spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+		for i, f := range kinds {
+			sp := spans.At(i)
+			ev := sp.Events().AppendEmpty()
+			ev.SetName("ev")
+			ev.SetTimestamp(sp.StartTimestamp() + 1000)
+			f(ev.Attributes())
+			f(sp.Links().AppendEmpty().Attributes())
+			// One call per span: the first creates the mappings.
+			one := ptrace.NewTraces()
+			rs := one.ResourceSpans().AppendEmpty()
+			td.ResourceSpans().At(0).Resource().CopyTo(rs.Resource())
+			sp.CopyTo(rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty())
+			if err := e.pushTraces(context.Background(), one); err != nil {
+				t.Fatalf("span %d: %v", i, err)
+			}
+		}
+		const ds = "ss4o_traces-kinds-namespace"
+		httpJSON(t, "POST", base+"/"+ds+"/_refresh", "", nil)
+		if got := count(t, base, ds); got != len(kinds) {
+			t.Fatalf("stored %d of %d", got, len(kinds))
+		}
+		var mapping map[string]struct {
+			Mappings struct {
+				Properties struct {
+					Events struct {
+						Properties map[string]struct {
+							Type string `json:"type"`
+						} `json:"properties"`
+					} `json:"events"`
+				} `json:"properties"`
+			} `json:"mappings"`
+		}
+		httpJSON(t, "GET", base+"/"+ds+"/_mapping", "", &mapping)
+		for index, m := range mapping {
+			if typ := m.Mappings.Properties.Events.Properties["@timestamp"].Type; typ != "date_nanos" {
+				t.Errorf("%s: events.@timestamp mapped as %q, want date_nanos", index, typ)
 			}
 		}
 	})

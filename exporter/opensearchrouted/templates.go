@@ -15,17 +15,28 @@ import (
 // fields that may hold long free text have ignore_above 8191 characters:
 // a longer value stays in _source but is not indexed, where it would
 // otherwise exceed Lucene's 32766-byte term and get the document refused.
-const logsTemplate = `{
-  "index_patterns": ["ss4o_logs-*-*"],
-  "data_stream": {},
-  "priority": 100,
-  "template": {
-    "mappings": {
-      "dynamic_templates": [
-        {"attributes_strings": {"path_match": "attributes.*", "match_mapping_type": "string", "mapping": {"type": "keyword", "ignore_above": 1024}}},
-        {"resource_strings": {"path_match": "resource.*", "match_mapping_type": "string", "mapping": {"type": "keyword", "ignore_above": 1024}}}
-      ],
-      "properties": {
+//
+// Attribute values (of the record, the resource, the scope, span events
+// and links)
+// are mapped by dynamicTemplates, so that an attribute whose kind changes
+// from one record to the next does not get records refused (400
+// mapper_parsing_exception, the record lost); checked on OpenSearch 2.19.6
+// and 3.9.0:
+//   - date_detection is off: a string that looks like a date no longer
+//     makes the field a date, which refused every later string that is
+//     not one (the fields that are dates, a span event's @timestamp
+//     included, are mapped as such);
+//   - strings are keywords, which also take numbers and booleans;
+//   - integers are long and doubles double (dynamic mapping made them
+//     float), both with ignore_malformed: a value of another kind is kept
+//     in _source, not indexed, and named in the document's _ignored field.
+//
+// Booleans keep OpenSearch's boolean (which has no ignore_malformed; a
+// mapping asking for it refuses the document that creates the field), and
+// an attribute that is an object in one record and not in another is
+// still refused: the README says so.
+var (
+	logsTemplate = indexTemplate("ss4o_logs-*-*", `
         "@timestamp": {"type": "date_nanos"},
         "observedTimestamp": {"type": "date_nanos"},
         "traceId": {"type": "keyword"},
@@ -37,23 +48,10 @@ const logsTemplate = `{
         "bodyType": {"type": "keyword"},
         "droppedAttributesCount": {"type": "integer"},
         "schemaUrl": {"type": "keyword"},
-        "instrumentationScope": {"properties": {"name": {"type": "keyword"}, "version": {"type": "keyword"}, "schemaUrl": {"type": "keyword"}}}
-      }
-    }
-  }
-}`
+        "instrumentationScope": {"properties": {"name": {"type": "keyword"}, "version": {"type": "keyword"}, "schemaUrl": {"type": "keyword"}}}`,
+		"attributes", "resource", "instrumentationScope.attributes")
 
-const tracesTemplate = `{
-  "index_patterns": ["ss4o_traces-*-*"],
-  "data_stream": {},
-  "priority": 100,
-  "template": {
-    "mappings": {
-      "dynamic_templates": [
-        {"attributes_strings": {"path_match": "attributes.*", "match_mapping_type": "string", "mapping": {"type": "keyword", "ignore_above": 1024}}},
-        {"resource_strings": {"path_match": "resource.*", "match_mapping_type": "string", "mapping": {"type": "keyword", "ignore_above": 1024}}}
-      ],
-      "properties": {
+	tracesTemplate = indexTemplate("ss4o_traces-*-*", `
         "@timestamp": {"type": "date_nanos"},
         "startTime": {"type": "date_nanos"},
         "endTime": {"type": "date_nanos"},
@@ -64,14 +62,53 @@ const tracesTemplate = `{
         "name": {"type": "keyword", "ignore_above": 8191},
         "kind": {"type": "keyword"},
         "status": {"properties": {"code": {"type": "keyword"}, "message": {"type": "keyword", "ignore_above": 8191}}},
-        "events": {"type": "object"},
-        "links": {"type": "object"},
+        "events": {"properties": {"@timestamp": {"type": "date_nanos"}, "name": {"type": "keyword", "ignore_above": 8191}, "droppedAttributesCount": {"type": "integer"}}},
+        "links": {"properties": {"traceId": {"type": "keyword"}, "spanId": {"type": "keyword"}, "traceState": {"type": "keyword", "ignore_above": 8191}, "flags": {"type": "long"}, "droppedAttributesCount": {"type": "integer"}}},
         "schemaUrl": {"type": "keyword"},
-        "instrumentationScope": {"properties": {"name": {"type": "keyword"}, "version": {"type": "keyword"}, "schemaUrl": {"type": "keyword"}}}
+        "instrumentationScope": {"properties": {"name": {"type": "keyword"}, "version": {"type": "keyword"}, "schemaUrl": {"type": "keyword"}}}`,
+		"attributes", "resource", "instrumentationScope.attributes", "events.attributes", "links.attributes")
+)
+
+// indexTemplate is the body of a composable index template making pattern
+// data streams: properties (JSON object members) and, for the values under
+// each of the attribute objects, dynamicTemplates.
+func indexTemplate(pattern, properties string, attributeObjects ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{
+  "index_patterns": [%q],
+  "data_stream": {},
+  "priority": 100,
+  "template": {
+    "mappings": {
+      "date_detection": false,
+      "dynamic_templates": [`, pattern)
+	for i, obj := range attributeObjects {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(dynamicTemplates(obj))
+	}
+	fmt.Fprintf(&b, `
+      ],
+      "properties": {%s
       }
     }
   }
-}`
+}`, properties)
+	return b.String()
+}
+
+// dynamicTemplates maps the values found anywhere under the object obj:
+// strings as keyword, integers as long and doubles as double, the numbers
+// with ignore_malformed (see logsTemplate).
+func dynamicTemplates(obj string) string {
+	name := strings.ReplaceAll(obj, ".", "_")
+	return fmt.Sprintf(`
+        {%[1]q: {"path_match": "%[2]s.*", "match_mapping_type": "string", "mapping": {"type": "keyword", "ignore_above": 1024}}},
+        {%[3]q: {"path_match": "%[2]s.*", "match_mapping_type": "long", "mapping": {"type": "long", "ignore_malformed": true}}},
+        {%[4]q: {"path_match": "%[2]s.*", "match_mapping_type": "double", "mapping": {"type": "double", "ignore_malformed": true}}}`,
+		name+"_strings", obj, name+"_integers", name+"_doubles")
+}
 
 // installTemplates PUTs the signal's index template (idempotent: a PUT
 // replaces it with the same content). A refusal is an error naming the
