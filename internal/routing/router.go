@@ -68,6 +68,13 @@ const (
 	resurrectJitter   = 0.5
 	defaultProcessors = 8
 	maxWanted         = 10000
+	// wantedIdle is how long a target name may go without a document
+	// located to it (or asked for) before refreshes stop fetching it (at
+	// least three refresh intervals); a document for it later asks for it
+	// again. Without it the names of data streams no longer written to
+	// would be fetched at every refresh, and once maxWanted names had been
+	// seen no new one would ever be routed.
+	wantedIdle = 10 * time.Minute
 )
 
 // Router owns the topology and the per-node state. Locate and Pick are
@@ -82,7 +89,7 @@ type Router struct {
 
 	mu      sync.Mutex       // guards nodes, wanted and seen
 	nodes   map[string]*Node // every node ever discovered and not retired, by id
-	wanted  map[string]struct{}
+	wanted  map[string]*wantedName
 	seen    map[string]seenState // names written to but not (yet) in the topology
 	wantedN atomic.Int32
 
@@ -136,7 +143,7 @@ func New(opts Options) (*Router, error) {
 		opts:     opts,
 		log:      opts.Logger,
 		nodes:    map[string]*Node{},
-		wanted:   map[string]struct{}{},
+		wanted:   map[string]*wantedName{},
 		seen:     map[string]seenState{},
 		trigger:  make(chan string, 1),
 		now:      time.Now,
@@ -257,21 +264,63 @@ func (r *Router) Locate(target, id, routing string) (*Node, Reason) {
 	return n, reason
 }
 
+// wantedName is a target name that refreshes fetch, and whether documents
+// still go to it.
+type wantedName struct {
+	// used is set when a document is located to the name (through the
+	// topology's target, which points to it) or the name is asked for, and
+	// cleared by each refresh.
+	used atomic.Bool
+	// lastUsed is when a refresh last found used set (or when the name was
+	// first asked for); guarded by Router.mu.
+	lastUsed time.Time
+}
+
+// mark sets w.used, writing only when it is clear: Locate calls it for
+// every document, from every core.
+func (w *wantedName) mark() {
+	if w != nil && !w.used.Load() {
+		w.used.Store(true)
+	}
+}
+
 // want records a target name to fetch at the next refresh.
 func (r *Router) want(name string) {
-	if name == "" || int(r.wantedN.Load()) >= maxWanted {
+	if name == "" {
 		return
 	}
 	r.mu.Lock()
-	_, ok := r.wanted[name]
-	if !ok {
-		r.wanted[name] = struct{}{}
+	w, ok := r.wanted[name]
+	if !ok && len(r.wanted) < maxWanted {
+		w = &wantedName{lastUsed: r.now()}
+		r.wanted[name] = w
 		r.wantedN.Store(int32(len(r.wanted)))
 	}
 	r.mu.Unlock()
-	if !ok {
+	w.mark()
+	if !ok && w != nil {
 		r.Trigger(TriggerUnknown)
 	}
+}
+
+// pruneWanted forgets the names nothing was located to or asked for in
+// the last wantedIdle (at least three refresh intervals), and the Seen
+// state of names no longer wanted. Called under r.mu by each refresh.
+func (r *Router) pruneWanted(now time.Time) {
+	idle := max(wantedIdle, 3*r.opts.RefreshInterval)
+	for name, w := range r.wanted {
+		if w.used.Swap(false) {
+			w.lastUsed = now
+		} else if now.Sub(w.lastUsed) > idle {
+			delete(r.wanted, name)
+		}
+	}
+	for name := range r.seen {
+		if _, ok := r.wanted[name]; !ok {
+			delete(r.seen, name)
+		}
+	}
+	r.wantedN.Store(int32(len(r.wanted)))
 }
 
 // seenState rate-limits refreshes asked for by Seen, per name.
@@ -483,9 +532,12 @@ func (r *Router) discover(ctx context.Context) (*Topology, *nodePlan, error) {
 	}
 
 	r.mu.Lock()
+	r.pruneWanted(r.now())
 	wanted := make([]string, 0, len(r.wanted))
-	for w := range r.wanted {
-		wanted = append(wanted, w)
+	uses := make(map[string]*wantedName, len(r.wanted))
+	for name, w := range r.wanted {
+		wanted = append(wanted, name)
+		uses[name] = w
 	}
 	r.mu.Unlock()
 
@@ -575,7 +627,7 @@ func (r *Router) discover(ctx context.Context) (*Topology, *nodePlan, error) {
 			name, ds = wi, true
 		}
 		if idx, ok := t.Indices[name]; ok {
-			t.targets[w] = target{index: idx, dataStream: ds}
+			t.targets[w] = target{index: idx, dataStream: ds, use: uses[w]}
 		}
 	}
 	return t, plan, nil

@@ -852,3 +852,108 @@ func TestFailedRefreshKeepsNodes(t *testing.T) {
 		t.Fatalf("after a refresh without it: retired %v, %d nodes", retired, len(r.Topology().Nodes))
 	}
 }
+
+// TestIdleTargetsForgotten: a target name nothing is located to for
+// wantedIdle is no longer fetched by refreshes (nor routed); a document for
+// it asks for it again. Names in use stay, however old.
+func TestIdleTargetsForgotten(t *testing.T) {
+	f := threeNodes(t)
+	f.indices["old"] = &fakeIndex{N: 1, R: 1024, P: 1, Primary: []string{"n1"}}
+	r := newTestRouter(t, f, func(o *Options) { o.RefreshInterval = 30 * time.Second })
+	now := time.Unix(1000, 0)
+	r.now = func() time.Time { return now }
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"logs", "old"} {
+		if _, why := r.Locate(name, "a", ""); why != ReasonUnknownIndex {
+			t.Fatalf("%s before any refresh: %v", name, why)
+		}
+	}
+	refresh := func() string {
+		t.Helper()
+		f.mu.Lock()
+		f.metadataURL = nil
+		f.mu.Unlock()
+		if err := r.Refresh(context.Background(), TriggerPeriodic); err != nil {
+			t.Fatal(err)
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return strings.Join(f.metadataURL, " ")
+	}
+	if got := refresh(); !strings.Contains(got, "old") || !strings.Contains(got, "logs") {
+		t.Fatalf("first refresh fetched %q", got)
+	}
+	// Only "logs" is written to from now on, for 25 minutes, a refresh
+	// every 30 s.
+	var forgotten time.Duration
+	for step := time.Duration(0); step < 25*time.Minute; step += 30 * time.Second {
+		now = now.Add(30 * time.Second)
+		if _, why := r.Locate("logs", "a", ""); why != Routed {
+			t.Fatalf("logs after %v: %v", step, why)
+		}
+		if got := refresh(); !strings.Contains(got, "old") && forgotten == 0 {
+			forgotten = step + 30*time.Second
+		}
+	}
+	if forgotten <= wantedIdle || forgotten > wantedIdle+time.Minute {
+		t.Fatalf("old was forgotten after %v idle; want just after %v", forgotten, wantedIdle)
+	}
+	if _, ok := r.Topology().WriteIndex("old"); ok {
+		t.Fatal("a forgotten name is still in the topology")
+	}
+	if n := r.wantedN.Load(); n != 1 {
+		t.Fatalf("%d names wanted, want 1", n)
+	}
+	// Written to again: asked for, routed after the next refresh.
+	if _, why := r.Locate("old", "a", ""); why != ReasonUnknownIndex {
+		t.Fatalf("old when forgotten: %v", why)
+	}
+	if got := refresh(); !strings.Contains(got, "old") {
+		t.Fatalf("old asked for again but not fetched: %q", got)
+	}
+	if n, why := r.Locate("old", "a", ""); why != Routed || n.Name() != "n1" {
+		t.Fatalf("old after it was asked for again: %v %v", n, why)
+	}
+}
+
+// TestWantedCapFreedByIdleNames: once maxWanted names have been asked for,
+// a new name is not; when the others fall idle it is.
+func TestWantedCapFreedByIdleNames(t *testing.T) {
+	f := threeNodes(t)
+	r := newTestRouter(t, f, nil)
+	now := time.Unix(1000, 0)
+	r.now = func() time.Time { return now }
+	for i := 0; i < maxWanted; i++ {
+		r.want(fmt.Sprintf("gone-%d", i))
+	}
+	r.Locate("logs", "a", "")
+	r.mu.Lock()
+	_, ok := r.wanted["logs"]
+	r.mu.Unlock()
+	if ok {
+		t.Fatal("a name beyond maxWanted was taken")
+	}
+	now = now.Add(wantedIdle + time.Second)
+	r.mu.Lock()
+	r.pruneWanted(now) // marks seen since the last refresh count as use
+	r.mu.Unlock()
+	now = now.Add(wantedIdle + time.Second)
+	if err := r.Refresh(context.Background(), TriggerPeriodic); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.wantedN.Load(); n != 0 {
+		t.Fatalf("%d names wanted after they were idle, want 0", n)
+	}
+	r.Locate("logs", "a", "") // asks for it: there is room now
+	if err := r.Refresh(context.Background(), TriggerPeriodic); err != nil {
+		t.Fatal(err)
+	}
+	if _, why := r.Locate("logs", "a", ""); why != Routed {
+		t.Fatalf("logs once the idle names were forgotten: %v", why)
+	}
+	if n := r.wantedN.Load(); n != 1 {
+		t.Fatalf("%d names wanted, want 1", n)
+	}
+}

@@ -115,6 +115,7 @@ type Index struct {
 type target struct {
 	index      *Index
 	dataStream bool
+	use        *wantedName // marked by Locate; nil in topologies not made by a Router
 }
 
 // Topology is an immutable snapshot of the cluster. It is swapped
@@ -177,10 +178,13 @@ func (t *Topology) Locate(name, id, routing string) (*Node, Reason) {
 	if t == nil {
 		return nil, ReasonNoTopology
 	}
+	tg, ok := t.targets[name]
+	if ok {
+		tg.use.mark()
+	}
 	if id == "" {
 		return nil, ReasonNoID
 	}
-	tg, ok := t.targets[name]
 	if !ok {
 		return nil, ReasonUnknownIndex
 	}
