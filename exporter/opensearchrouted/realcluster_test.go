@@ -342,6 +342,58 @@ func TestRealCluster(t *testing.T) {
 		}
 	})
 
+	// Attribute names that are prefixes of others (a semantic-conventions
+	// rename: deployment.environment, then deployment.environment.name).
+	// Where the server took the flat template (disable_objects, OpenSearch
+	// 3.x) both records are stored; where it did not (2.19.6), the second is
+	// refused, permanently and counted, as the README says.
+	t.Run("attribute names that are prefixes of others", func(t *testing.T) {
+		cfg := testConfig(c.Addrs())
+		cfg.InstallTemplates = true
+		cfg.Dataset = "prefixes"
+		e, _ := startExporter(t, cfg, signalLogs)
+		var tmpl struct {
+			IndexTemplates []struct {
+				IndexTemplate json.RawMessage `json:"index_template"`
+			} `json:"index_templates"`
+		}
+		if code := httpJSON(t, "GET", base+"/_index_template/ss4o_logs", "", &tmpl); code != 200 || len(tmpl.IndexTemplates) != 1 {
+			t.Fatalf("GET _index_template/ss4o_logs: HTTP %d, %d templates", code, len(tmpl.IndexTemplates))
+		}
+		flat := strings.Contains(string(tmpl.IndexTemplates[0].IndexTemplate), "disable_objects")
+		t.Logf("OpenSearch %s took the flat template: %v", c.Version(), flat)
+		if strings.HasPrefix(c.Version(), "3.") != flat {
+			t.Errorf("flat template on %s: %v; want it on 3.x only", c.Version(), flat)
+		}
+		for i, f := range []func(pcommon.Map){
+			func(m pcommon.Map) { m.PutStr("deployment.environment", "prod") },
+			func(m pcommon.Map) { m.PutStr("deployment.environment.name", "prod") },
+		} {
+			ld := plog.NewLogs()
+			rl := ld.ResourceLogs().AppendEmpty()
+			f(rl.Resource().Attributes())
+			lr := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+			lr.SetTimestamp(pcommon.Timestamp(1_700_000_000_000_000_000 + int64(i)))
+			f(lr.Attributes())
+			err := e.pushLogs(context.Background(), ld)
+			switch {
+			case i == 0 || flat:
+				if err != nil {
+					t.Fatalf("record %d: %v", i, err)
+				}
+			case err == nil || !consumererror.IsPermanent(err) || !strings.Contains(err.Error(), "mapper_parsing_exception"):
+				t.Fatalf("record %d without disable_objects: %v; want a permanent mapper_parsing_exception", i, err)
+			}
+		}
+		want := 1
+		if flat {
+			want = 2
+		}
+		if got := count(t, base, "ss4o_logs-prefixes-namespace"); got != want {
+			t.Fatalf("stored %d, want %d", got, want)
+		}
+	})
+
 	t.Run("rollover", func(t *testing.T) {
 		cfg := testConfig(c.Addrs())
 		cfg.InstallTemplates = true

@@ -3,11 +3,14 @@ package opensearchrouted
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"go.uber.org/zap"
 )
 
 // SS4O-compatible index templates: they make ss4o_logs-*-* and
@@ -17,11 +20,10 @@ import (
 // otherwise exceed Lucene's 32766-byte term and get the document refused.
 //
 // Attribute values (of the record, the resource, the scope, span events
-// and links)
-// are mapped by dynamicTemplates, so that an attribute whose kind changes
-// from one record to the next does not get records refused (400
-// mapper_parsing_exception, the record lost); checked on OpenSearch 2.19.6
-// and 3.9.0:
+// and links) are mapped by dynamicTemplates, so that an attribute whose
+// kind changes from one record to the next does not get records refused
+// (400 mapper_parsing_exception, the record lost); checked on OpenSearch
+// 2.19.6 and 3.9.0:
 //   - date_detection is off: a string that looks like a date no longer
 //     makes the field a date, which refused every later string that is
 //     not one (the fields that are dates, a span event's @timestamp
@@ -32,11 +34,25 @@ import (
 //     in _source, not indexed, and named in the document's _ignored field.
 //
 // Booleans keep OpenSearch's boolean (which has no ignore_malformed; a
-// mapping asking for it refuses the document that creates the field), and
-// an attribute that is an object in one record and not in another is
-// still refused: the README says so.
-var (
-	logsTemplate = indexTemplate("ss4o_logs-*-*", `
+// mapping asking for it refuses the document that creates the field).
+//
+// Attribute names are dotted ("deployment.environment"), and OpenSearch
+// reads a dotted name as a path of objects: an attribute whose name is
+// also the prefix of another's ("deployment.environment" and, after a
+// semantic-conventions rename, "deployment.environment.name") cannot be
+// both a value and an object, and the record that carries the second is
+// refused. Newer OpenSearch (3.9.0 here; its documentation lists the
+// parameter from 3.6) has disable_objects: on an attribute object it keeps
+// the names flat, and both are stored; flat asks for it, and
+// installTemplates falls back to the template without it when the server
+// does not know it (2.19.6 refuses it: "unsupported parameters"). Refused
+// either way: an attribute that is a string, number or boolean in one
+// record and then a map.
+//
+// logsTemplate and tracesTemplate are the template bodies, with
+// disable_objects on every attribute object when flat.
+func logsTemplate(flat bool) string {
+	return indexTemplate("ss4o_logs-*-*", fmt.Sprintf(`
         "@timestamp": {"type": "date_nanos"},
         "observedTimestamp": {"type": "date_nanos"},
         "traceId": {"type": "keyword"},
@@ -46,12 +62,17 @@ var (
         "eventName": {"type": "keyword", "ignore_above": 8191},
         "body": {"type": "text"},
         "bodyType": {"type": "keyword"},
+        "attributes": {"type": "object"%[1]s},
         "droppedAttributesCount": {"type": "integer"},
+        "resource": {"type": "object"%[1]s},
         "schemaUrl": {"type": "keyword"},
-        "instrumentationScope": {"properties": {"name": {"type": "keyword"}, "version": {"type": "keyword"}, "schemaUrl": {"type": "keyword"}}}`,
+        "instrumentationScope": {"properties": {"name": {"type": "keyword"}, "version": {"type": "keyword"}, "schemaUrl": {"type": "keyword"}, "attributes": {"type": "object"%[1]s}}}`,
+		disableObjects(flat)),
 		"attributes", "resource", "instrumentationScope.attributes")
+}
 
-	tracesTemplate = indexTemplate("ss4o_traces-*-*", `
+func tracesTemplate(flat bool) string {
+	return indexTemplate("ss4o_traces-*-*", fmt.Sprintf(`
         "@timestamp": {"type": "date_nanos"},
         "startTime": {"type": "date_nanos"},
         "endTime": {"type": "date_nanos"},
@@ -62,12 +83,22 @@ var (
         "name": {"type": "keyword", "ignore_above": 8191},
         "kind": {"type": "keyword"},
         "status": {"properties": {"code": {"type": "keyword"}, "message": {"type": "keyword", "ignore_above": 8191}}},
-        "events": {"properties": {"@timestamp": {"type": "date_nanos"}, "name": {"type": "keyword", "ignore_above": 8191}, "droppedAttributesCount": {"type": "integer"}}},
-        "links": {"properties": {"traceId": {"type": "keyword"}, "spanId": {"type": "keyword"}, "traceState": {"type": "keyword", "ignore_above": 8191}, "flags": {"type": "long"}, "droppedAttributesCount": {"type": "integer"}}},
+        "attributes": {"type": "object"%[1]s},
+        "resource": {"type": "object"%[1]s},
+        "events": {"properties": {"@timestamp": {"type": "date_nanos"}, "name": {"type": "keyword", "ignore_above": 8191}, "attributes": {"type": "object"%[1]s}, "droppedAttributesCount": {"type": "integer"}}},
+        "links": {"properties": {"traceId": {"type": "keyword"}, "spanId": {"type": "keyword"}, "traceState": {"type": "keyword", "ignore_above": 8191}, "flags": {"type": "long"}, "attributes": {"type": "object"%[1]s}, "droppedAttributesCount": {"type": "integer"}}},
         "schemaUrl": {"type": "keyword"},
-        "instrumentationScope": {"properties": {"name": {"type": "keyword"}, "version": {"type": "keyword"}, "schemaUrl": {"type": "keyword"}}}`,
+        "instrumentationScope": {"properties": {"name": {"type": "keyword"}, "version": {"type": "keyword"}, "schemaUrl": {"type": "keyword"}, "attributes": {"type": "object"%[1]s}}}`,
+		disableObjects(flat)),
 		"attributes", "resource", "instrumentationScope.attributes", "events.attributes", "links.attributes")
-)
+}
+
+func disableObjects(flat bool) string {
+	if flat {
+		return `, "disable_objects": true`
+	}
+	return ""
+}
 
 // indexTemplate is the body of a composable index template making pattern
 // data streams: properties (JSON object members) and, for the values under
@@ -111,13 +142,39 @@ func dynamicTemplates(obj string) string {
 }
 
 // installTemplates PUTs the signal's index template (idempotent: a PUT
-// replaces it with the same content). A refusal is an error naming the
-// privilege needed.
-func installTemplates(ctx context.Context, c *http.Client, seeds []string, sig signal) error {
+// replaces it with the same content): the flat one, or, when the server
+// does not know disable_objects, the other. A refusal is an error naming
+// the privilege needed.
+func installTemplates(ctx context.Context, c *http.Client, seeds []string, sig signal, log *zap.Logger) error {
 	name, body := "ss4o_logs", logsTemplate
 	if sig == signalTraces {
 		name, body = "ss4o_traces", tracesTemplate
 	}
+	err := putTemplate(ctx, c, seeds, name, body(true))
+	var refused *templateRefused
+	if errors.As(err, &refused) && refused.status == http.StatusBadRequest && bytes.Contains(refused.msg, []byte("disable_objects")) {
+		log.Info("install_templates: this OpenSearch does not support disable_objects (3.6 and later do): attribute names are mapped as object paths, and a record with an attribute named like the prefix of another's (deployment.environment, deployment.environment.name) is refused",
+			zap.String("template", name))
+		err = putTemplate(ctx, c, seeds, name, body(false))
+	}
+	return err
+}
+
+// templateRefused is a template PUT answered with an error status other
+// than 401/403.
+type templateRefused struct {
+	name   string
+	status int
+	msg    []byte
+}
+
+func (e *templateRefused) Error() string {
+	return fmt.Sprintf("opensearchrouted: install_templates: PUT _index_template/%s: HTTP %d: %s", e.name, e.status, bytes.TrimSpace(e.msg))
+}
+
+// putTemplate PUTs body as the index template name through the first seed
+// that answers.
+func putTemplate(ctx context.Context, c *http.Client, seeds []string, name, body string) error {
 	var last error
 	for _, s := range seeds {
 		u, err := url.Parse(s)
@@ -128,7 +185,7 @@ func installTemplates(ctx context.Context, c *http.Client, seeds []string, sig s
 		// writes ignore them too).
 		u.Path = strings.TrimSuffix(u.Path, "/") + "/_index_template/" + name
 		u.RawPath, u.RawQuery, u.Fragment = "", "", ""
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, u.String(), bytes.NewReader([]byte(body)))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, u.String(), strings.NewReader(body))
 		if err != nil {
 			return err
 		}
@@ -146,7 +203,7 @@ func installTemplates(ctx context.Context, c *http.Client, seeds []string, sig s
 		case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 			return fmt.Errorf("opensearchrouted: install_templates: HTTP %d: the exporter's credentials may not create index templates (needs cluster privilege indices:admin/index_template/put, e.g. manage_index_templates); install them yourself or set install_templates: false", resp.StatusCode)
 		default:
-			return fmt.Errorf("opensearchrouted: install_templates: PUT _index_template/%s: HTTP %d: %s", name, resp.StatusCode, bytes.TrimSpace(msg))
+			return &templateRefused{name: name, status: resp.StatusCode, msg: msg}
 		}
 	}
 	return fmt.Errorf("opensearchrouted: install_templates: no endpoint answered: %w", last)
