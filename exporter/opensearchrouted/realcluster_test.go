@@ -57,6 +57,16 @@ func exportAll(t *testing.T, e *osExporter, from, n int) {
 	}
 }
 
+// startTemplated starts an exporter for sig with install_templates, writing
+// to the data stream of dataset.
+func startTemplated(t *testing.T, c *cluster.Cluster, dataset string, sig signal) *osExporter {
+	cfg := testConfig(c.Addrs())
+	cfg.InstallTemplates = true
+	cfg.Dataset = dataset
+	e, _ := startExporter(t, cfg, sig)
+	return e
+}
+
 // TestRealCluster proves the exporter against real OpenSearch (3 nodes,
 // node 2 with a write pool of 1 thread and a queue of 2):
 //   - forwarding: inter-node transport bytes per document, routed vs
@@ -139,10 +149,7 @@ func TestRealCluster(t *testing.T) {
 	// templates (body: text): each is stored, and reads back as its type.
 	// (A map body written as an object was refused by the text mapping.)
 	t.Run("bodies of every type", func(t *testing.T) {
-		cfg := testConfig(c.Addrs())
-		cfg.InstallTemplates = true
-		cfg.Dataset = "bodies"
-		e, _ := startExporter(t, cfg, signalLogs)
+		e := startTemplated(t, c, "bodies", signalLogs)
 		ld := plog.NewLogs()
 		sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
 		set := []func(pcommon.Value){
@@ -201,10 +208,7 @@ func TestRealCluster(t *testing.T) {
 	// and the numeric dynamic templates refused the second record of each
 	// pair but the keyword one.)
 	t.Run("attributes whose kind changes", func(t *testing.T) {
-		cfg := testConfig(c.Addrs())
-		cfg.InstallTemplates = true
-		cfg.Dataset = "kinds"
-		e, _ := startExporter(t, cfg, signalLogs)
+		e := startTemplated(t, c, "kinds", signalLogs)
 		first := func(m pcommon.Map) {
 			m.PutInt("n", 5)
 			m.PutDouble("d", 1.5)
@@ -292,10 +296,7 @@ func TestRealCluster(t *testing.T) {
 	// The same for spans' events and links, whose @timestamp (events) is
 	// mapped as a date although date detection is off.
 	t.Run("span event and link attributes whose kind changes", func(t *testing.T) {
-		cfg := testConfig(c.Addrs())
-		cfg.InstallTemplates = true
-		cfg.Dataset = "kinds"
-		e, _ := startExporter(t, cfg, signalTraces)
+		e := startTemplated(t, c, "kinds", signalTraces)
 		kinds := []func(pcommon.Map){
 			func(m pcommon.Map) { m.PutInt("n", 1); m.PutStr("when", "2026-11-30T00:00:00Z") },
 			func(m pcommon.Map) { m.PutStr("n", "one"); m.PutStr("when", "later") },
@@ -348,10 +349,7 @@ func TestRealCluster(t *testing.T) {
 	// 3.x) both records are stored; where it did not (2.19.6), the second is
 	// refused, permanently and counted, as the README says.
 	t.Run("attribute names that are prefixes of others", func(t *testing.T) {
-		cfg := testConfig(c.Addrs())
-		cfg.InstallTemplates = true
-		cfg.Dataset = "prefixes"
-		e, _ := startExporter(t, cfg, signalLogs)
+		e := startTemplated(t, c, "prefixes", signalLogs)
 		var tmpl struct {
 			IndexTemplates []struct {
 				IndexTemplate json.RawMessage `json:"index_template"`
@@ -395,10 +393,7 @@ func TestRealCluster(t *testing.T) {
 	})
 
 	t.Run("rollover", func(t *testing.T) {
-		cfg := testConfig(c.Addrs())
-		cfg.InstallTemplates = true
-		cfg.Dataset = "roll"
-		e, _ := startExporter(t, cfg, signalLogs)
+		e := startTemplated(t, c, "roll", signalLogs)
 		const ds = "ss4o_logs-roll-namespace"
 		exportAll(t, e, 0, 500)
 		waitRouted(t, e, ds)
