@@ -73,7 +73,7 @@ func (e *osExporter) start(ctx context.Context, host component.Host) error {
 	e.shared = sh
 	e.router, e.client, e.http = sh.router, sh.client, sh.http
 	if e.cfg.InstallTemplates {
-		if err := installTemplates(ctx, e.http, e.cfg.seeds(), e.signal, e.log); err != nil {
+		if err := installTemplates(ctx, e.http, e.cfg.seeds(), e.signal); err != nil {
 			releaseShared(e.cfg)
 			e.shared = nil
 			return err

@@ -16,8 +16,6 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/opensearchrouted/opensearchrouted/internal/bulk"
 	"github.com/opensearchrouted/opensearchrouted/testbed/ossim"
@@ -527,88 +525,51 @@ func TestInstallTemplatesURL(t *testing.T) {
 		srv.URL + "/search?x=1": "PUT /search/_index_template/ss4o_logs?",
 	} {
 		got = nil
-		if err := installTemplates(context.Background(), srv.Client(), []string{seed}, signalLogs, zap.NewNop()); err != nil || len(got) != 1 || got[0] != want {
+		if err := installTemplates(context.Background(), srv.Client(), []string{seed}, signalLogs); err != nil || len(got) != 1 || got[0] != want {
 			t.Errorf("%s: %v %v, want %s", seed, got, err, want)
 		}
 	}
 }
 
-// TestInstallTemplatesFallback: the flat template (disable_objects) first;
-// when the server refuses that parameter (as 2.19.6 does, with this
-// answer), the template without it, and one info log saying what that
-// means; any other refusal is the error, with no second PUT.
-func TestInstallTemplatesFallback(t *testing.T) {
-	const unsupported = `{"error":{"root_cause":[{"type":"illegal_argument_exception","reason":"composable template [ss4o_logs] template after composition is invalid"}],"type":"illegal_argument_exception","reason":"composable template [ss4o_logs] template after composition is invalid","caused_by":{"type":"illegal_argument_exception","reason":"invalid composite mappings for [ss4o_logs]","caused_by":{"type":"mapper_parsing_exception","reason":"Failed to parse mapping [_doc]: Mapping definition for [attributes] has unsupported parameters:  [disable_objects : true]"}}},"status":400}`
-	for _, tc := range []struct {
-		name     string
-		refuse   func(flat bool) (int, string)
-		wantPuts []bool // flat, per PUT
-		wantErr  string
-		wantLogs int
-	}{
-		{"accepted", func(bool) (int, string) { return 200, `{"acknowledged":true}` }, []bool{true}, "", 0},
-		{"disable_objects unknown", func(flat bool) (int, string) {
-			if flat {
-				return 400, unsupported
-			}
-			return 200, `{"acknowledged":true}`
-		}, []bool{true, false}, "", 1},
-		{"other 400", func(bool) (int, string) { return 400, `{"error":"index_patterns overlap"}` }, []bool{true}, "index_patterns overlap", 0},
-		{"both refused", func(bool) (int, string) { return 400, unsupported }, []bool{true, false}, "disable_objects", 1},
-		{"forbidden", func(bool) (int, string) { return 403, `{}` }, []bool{true}, "manage_index_templates", 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var puts []bool
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				body, _ := io.ReadAll(r.Body)
-				var v map[string]any
-				if err := json.Unmarshal(body, &v); err != nil {
-					t.Errorf("template body is not JSON: %v", err)
-				}
-				flat := strings.Contains(string(body), "disable_objects")
-				puts = append(puts, flat)
-				code, msg := tc.refuse(flat)
-				w.WriteHeader(code)
-				fmt.Fprint(w, msg)
-			}))
-			defer srv.Close()
-			core, logs := observer.New(zap.InfoLevel)
-			err := installTemplates(context.Background(), srv.Client(), []string{srv.URL}, signalTraces, zap.New(core))
-			if fmt.Sprint(puts) != fmt.Sprint(tc.wantPuts) {
-				t.Errorf("PUTs (flat?) %v, want %v", puts, tc.wantPuts)
-			}
-			if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
-				t.Errorf("error %v, want one containing %q", err, tc.wantErr)
-			}
-			if logs.Len() != tc.wantLogs {
-				t.Errorf("%d info logs, want %d", logs.Len(), tc.wantLogs)
-			}
-		})
-	}
-}
-
-// TestTemplateBodies: all four bodies are JSON; the flat ones set
-// disable_objects on every attribute object, the others nowhere.
+// TestTemplateBodies: both bodies are JSON, with three dynamic templates
+// (strings, integers, doubles) per attribute object and date detection off.
 func TestTemplateBodies(t *testing.T) {
 	for _, tc := range []struct {
-		body    func(bool) string
-		objects int // attribute objects
-	}{{logsTemplate, 3}, {tracesTemplate, 5}} {
-		for _, flat := range []bool{true, false} {
-			b := tc.body(flat)
-			var v map[string]any
-			if err := json.Unmarshal([]byte(b), &v); err != nil {
-				t.Fatalf("flat=%v: %v\n%s", flat, err, b)
+		body    string
+		objects []string
+	}{
+		{logsTemplate, []string{"attributes", "resource", "instrumentationScope.attributes"}},
+		{tracesTemplate, []string{"attributes", "resource", "instrumentationScope.attributes", "events.attributes", "links.attributes"}},
+	} {
+		var v struct {
+			Template struct {
+				Mappings struct {
+					DateDetection    *bool `json:"date_detection"`
+					DynamicTemplates []map[string]struct {
+						PathMatch string `json:"path_match"`
+					} `json:"dynamic_templates"`
+				} `json:"mappings"`
+			} `json:"template"`
+		}
+		if err := json.Unmarshal([]byte(tc.body), &v); err != nil {
+			t.Fatalf("%v\n%s", err, tc.body)
+		}
+		m := v.Template.Mappings
+		if m.DateDetection == nil || *m.DateDetection {
+			t.Error("date_detection is not false")
+		}
+		per := map[string]int{}
+		for _, d := range m.DynamicTemplates {
+			for _, x := range d {
+				per[x.PathMatch]++
 			}
-			want := 0
-			if flat {
-				want = tc.objects
-			}
-			if n := strings.Count(b, `"disable_objects": true`); n != want {
-				t.Errorf("flat=%v: disable_objects %d times, want %d", flat, n, want)
-			}
-			if n := strings.Count(b, `"match_mapping_type"`); n != 3*tc.objects {
-				t.Errorf("flat=%v: %d dynamic templates, want %d", flat, n, 3*tc.objects)
+		}
+		if len(per) != len(tc.objects) {
+			t.Errorf("dynamic templates for %v, want %v", per, tc.objects)
+		}
+		for _, o := range tc.objects {
+			if per[o+".*"] != 3 {
+				t.Errorf("%s: %d dynamic templates, want 3", o, per[o+".*"])
 			}
 		}
 	}

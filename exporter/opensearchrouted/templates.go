@@ -3,14 +3,11 @@ package opensearchrouted
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
-
-	"go.uber.org/zap"
 )
 
 // SS4O-compatible index templates: they make ss4o_logs-*-* and
@@ -26,33 +23,39 @@ import (
 // 2.19.6 and 3.9.0:
 //   - date_detection is off: a string that looks like a date no longer
 //     makes the field a date, which refused every later string that is
-//     not one (the fields that are dates, a span event's @timestamp
-//     included, are mapped as such);
-//   - strings are keywords, which also take numbers and booleans;
+//     not one (the fields that are dates are mapped as such);
+//   - strings are keywords (the record's and the resource's) or text with
+//     a keyword sub-field (the scope's, and span events' and links', where
+//     exception.message and exception.stacktrace live); both also take
+//     numbers and booleans;
 //   - integers are long and doubles double (dynamic mapping made them
 //     float), both with ignore_malformed: a value of another kind is kept
 //     in _source, not indexed, and named in the document's _ignored field.
 //
-// Booleans keep OpenSearch's boolean (which has no ignore_malformed; a
-// mapping asking for it refuses the document that creates the field).
+// A span event's @timestamp is a date (milliseconds), not date_nanos like
+// the span's own times: date_nanos refuses instants after 2262-04-11, and
+// one such event would lose its whole span (date detection made it a date
+// before). droppedAttributesCount is a uint32, so long: integer refuses
+// values over 2^31-1.
 //
-// Attribute names are dotted ("deployment.environment"), and OpenSearch
-// reads a dotted name as a path of objects: an attribute whose name is
-// also the prefix of another's ("deployment.environment" and, after a
-// semantic-conventions rename, "deployment.environment.name") cannot be
-// both a value and an object, and the record that carries the second is
-// refused. Newer OpenSearch (3.9.0 here; its documentation lists the
-// parameter from 3.6) has disable_objects: on an attribute object it keeps
-// the names flat, and both are stored; flat asks for it, and
-// installTemplates falls back to the template without it when the server
-// does not know it (2.19.6 refuses it: "unsupported parameters"). Refused
-// either way: an attribute that is a string, number or boolean in one
-// record and then a map.
-//
-// logsTemplate and tracesTemplate are the template bodies, with
-// disable_objects on every attribute object when flat.
-func logsTemplate(flat bool) string {
-	return indexTemplate("ss4o_logs-*-*", fmt.Sprintf(`
+// Not solved by a mapping, so refused (and documented in the README):
+//   - a boolean attribute that later carries another string: boolean has
+//     no ignore_malformed (a mapping asking for it refuses the document
+//     that creates the field);
+//   - an attribute that is a value in one record and a map in another
+//     (either order on 2.19.6; on 3.9.0 a map where a number came first
+//     is kept by ignore_malformed);
+//   - an attribute named like the prefix of another's
+//     ("deployment.environment" and "deployment.environment.name"):
+//     OpenSearch reads a dotted name as a path of objects, and a field
+//     cannot be both. OpenSearch 3.x's disable_objects keeps such names
+//     flat, but on 3.9.0 an object with it refuses every array of strings
+//     or booleans (a field of type [keyword] "Can't get text on a
+//     START_ARRAY"), which attributes often are: not used;
+//   - values of two kinds under one new field within one document (two
+//     events of a span, a mixed array): "cannot be changed from type".
+var (
+	logsTemplate = indexTemplate("ss4o_logs-*-*", `
         "@timestamp": {"type": "date_nanos"},
         "observedTimestamp": {"type": "date_nanos"},
         "traceId": {"type": "keyword"},
@@ -62,17 +65,12 @@ func logsTemplate(flat bool) string {
         "eventName": {"type": "keyword", "ignore_above": 8191},
         "body": {"type": "text"},
         "bodyType": {"type": "keyword"},
-        "attributes": {"type": "object"%[1]s},
-        "droppedAttributesCount": {"type": "integer"},
-        "resource": {"type": "object"%[1]s},
+        "droppedAttributesCount": {"type": "long"},
         "schemaUrl": {"type": "keyword"},
-        "instrumentationScope": {"properties": {"name": {"type": "keyword"}, "version": {"type": "keyword"}, "schemaUrl": {"type": "keyword"}, "attributes": {"type": "object"%[1]s}}}`,
-		disableObjects(flat)),
-		"attributes", "resource", "instrumentationScope.attributes")
-}
+        "instrumentationScope": {"properties": {"name": {"type": "keyword"}, "version": {"type": "keyword"}, "schemaUrl": {"type": "keyword"}}}`,
+		keywordValues("attributes"), keywordValues("resource"), textValues("instrumentationScope.attributes"))
 
-func tracesTemplate(flat bool) string {
-	return indexTemplate("ss4o_traces-*-*", fmt.Sprintf(`
+	tracesTemplate = indexTemplate("ss4o_traces-*-*", `
         "@timestamp": {"type": "date_nanos"},
         "startTime": {"type": "date_nanos"},
         "endTime": {"type": "date_nanos"},
@@ -83,93 +81,64 @@ func tracesTemplate(flat bool) string {
         "name": {"type": "keyword", "ignore_above": 8191},
         "kind": {"type": "keyword"},
         "status": {"properties": {"code": {"type": "keyword"}, "message": {"type": "keyword", "ignore_above": 8191}}},
-        "attributes": {"type": "object"%[1]s},
-        "resource": {"type": "object"%[1]s},
-        "events": {"properties": {"@timestamp": {"type": "date_nanos"}, "name": {"type": "keyword", "ignore_above": 8191}, "attributes": {"type": "object"%[1]s}, "droppedAttributesCount": {"type": "integer"}}},
-        "links": {"properties": {"traceId": {"type": "keyword"}, "spanId": {"type": "keyword"}, "traceState": {"type": "keyword", "ignore_above": 8191}, "flags": {"type": "long"}, "attributes": {"type": "object"%[1]s}, "droppedAttributesCount": {"type": "integer"}}},
+        "events": {"properties": {"@timestamp": {"type": "date"}, "name": {"type": "keyword", "ignore_above": 8191}, "droppedAttributesCount": {"type": "long"}}},
+        "links": {"properties": {"traceId": {"type": "keyword"}, "spanId": {"type": "keyword"}, "traceState": {"type": "keyword", "ignore_above": 8191}, "flags": {"type": "long"}, "droppedAttributesCount": {"type": "long"}}},
         "schemaUrl": {"type": "keyword"},
-        "instrumentationScope": {"properties": {"name": {"type": "keyword"}, "version": {"type": "keyword"}, "schemaUrl": {"type": "keyword"}, "attributes": {"type": "object"%[1]s}}}`,
-		disableObjects(flat)),
-		"attributes", "resource", "instrumentationScope.attributes", "events.attributes", "links.attributes")
-}
-
-func disableObjects(flat bool) string {
-	if flat {
-		return `, "disable_objects": true`
-	}
-	return ""
-}
+        "instrumentationScope": {"properties": {"name": {"type": "keyword"}, "version": {"type": "keyword"}, "schemaUrl": {"type": "keyword"}}}`,
+		keywordValues("attributes"), keywordValues("resource"), textValues("instrumentationScope.attributes"),
+		textValues("events.attributes"), textValues("links.attributes"))
+)
 
 // indexTemplate is the body of a composable index template making pattern
-// data streams: properties (JSON object members) and, for the values under
-// each of the attribute objects, dynamicTemplates.
-func indexTemplate(pattern, properties string, attributeObjects ...string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `{
+// data streams: properties (JSON object members) and the dynamic templates
+// (attributeValues' JSON array members).
+func indexTemplate(pattern, properties string, attributeValues ...string) string {
+	return fmt.Sprintf(`{
   "index_patterns": [%q],
   "data_stream": {},
   "priority": 100,
   "template": {
     "mappings": {
       "date_detection": false,
-      "dynamic_templates": [`, pattern)
-	for i, obj := range attributeObjects {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(dynamicTemplates(obj))
-	}
-	fmt.Fprintf(&b, `
+      "dynamic_templates": [%s
       ],
       "properties": {%s
       }
     }
   }
-}`, properties)
-	return b.String()
+}`, pattern, strings.Join(attributeValues, ","), properties)
 }
 
-// dynamicTemplates maps the values found anywhere under the object obj:
+// keywordValues maps the values found anywhere under the object obj:
 // strings as keyword, integers as long and doubles as double, the numbers
 // with ignore_malformed (see logsTemplate).
-func dynamicTemplates(obj string) string {
+func keywordValues(obj string) string {
+	return attributeValues(obj, `{"type": "keyword", "ignore_above": 1024}`)
+}
+
+// textValues is keywordValues with strings as text (searchable by word),
+// with a keyword sub-field.
+func textValues(obj string) string {
+	return attributeValues(obj, `{"type": "text", "fields": {"keyword": {"type": "keyword", "ignore_above": 1024}}}`)
+}
+
+func attributeValues(obj, strs string) string {
 	name := strings.ReplaceAll(obj, ".", "_")
 	return fmt.Sprintf(`
-        {%[1]q: {"path_match": "%[2]s.*", "match_mapping_type": "string", "mapping": {"type": "keyword", "ignore_above": 1024}}},
+        {%[1]q: {"path_match": "%[2]s.*", "match_mapping_type": "string", "mapping": %[5]s}},
         {%[3]q: {"path_match": "%[2]s.*", "match_mapping_type": "long", "mapping": {"type": "long", "ignore_malformed": true}}},
         {%[4]q: {"path_match": "%[2]s.*", "match_mapping_type": "double", "mapping": {"type": "double", "ignore_malformed": true}}}`,
-		name+"_strings", obj, name+"_integers", name+"_doubles")
+		name+"_strings", obj, name+"_integers", name+"_doubles", strs)
 }
 
 // installTemplates PUTs the signal's index template (idempotent: a PUT
-// replaces it with the same content): the flat one, or, when the server
-// does not know disable_objects, the other. A refusal is an error naming
-// the privilege needed.
-func installTemplates(ctx context.Context, c *http.Client, seeds []string, sig signal, log *zap.Logger) error {
-	name, body := "ss4o_logs", logsTemplate
+// replaces it with the same content). A refusal is an error naming the
+// privilege needed.
+func installTemplates(ctx context.Context, c *http.Client, seeds []string, sig signal) error {
 	if sig == signalTraces {
-		name, body = "ss4o_traces", tracesTemplate
+		return putTemplate(ctx, c, seeds, "ss4o_traces", tracesTemplate)
 	}
-	err := putTemplate(ctx, c, seeds, name, body(true))
-	var refused *templateRefused
-	if errors.As(err, &refused) && refused.status == http.StatusBadRequest && bytes.Contains(refused.msg, []byte("disable_objects")) {
-		log.Info("install_templates: this OpenSearch does not support disable_objects (3.6 and later do): attribute names are mapped as object paths, and a record with an attribute named like the prefix of another's (deployment.environment, deployment.environment.name) is refused",
-			zap.String("template", name))
-		err = putTemplate(ctx, c, seeds, name, body(false))
-	}
-	return err
-}
-
-// templateRefused is a template PUT answered with an error status other
-// than 401/403.
-type templateRefused struct {
-	name   string
-	status int
-	msg    []byte
-}
-
-func (e *templateRefused) Error() string {
-	return fmt.Sprintf("opensearchrouted: install_templates: PUT _index_template/%s: HTTP %d: %s", e.name, e.status, bytes.TrimSpace(e.msg))
+	return putTemplate(ctx, c, seeds, "ss4o_logs", logsTemplate)
 }
 
 // putTemplate PUTs body as the index template name through the first seed
@@ -203,7 +172,7 @@ func putTemplate(ctx context.Context, c *http.Client, seeds []string, name, body
 		case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 			return fmt.Errorf("opensearchrouted: install_templates: HTTP %d: the exporter's credentials may not create index templates (needs cluster privilege indices:admin/index_template/put, e.g. manage_index_templates); install them yourself or set install_templates: false", resp.StatusCode)
 		default:
-			return &templateRefused{name: name, status: resp.StatusCode, msg: msg}
+			return fmt.Errorf("opensearchrouted: install_templates: PUT _index_template/%s: HTTP %d: %s", name, resp.StatusCode, bytes.TrimSpace(msg))
 		}
 	}
 	return fmt.Errorf("opensearchrouted: install_templates: no endpoint answered: %w", last)
