@@ -274,6 +274,8 @@ type wantedName struct {
 	// lastUsed is when a refresh last found used set (or when the name was
 	// first asked for); guarded by Router.mu.
 	lastUsed time.Time
+	// pinned names are never forgotten (Pin); guarded by Router.mu.
+	pinned bool
 }
 
 // mark sets w.used, writing only when it is clear: Locate calls it for
@@ -284,10 +286,25 @@ func (w *wantedName) mark() {
 	}
 }
 
-// want records a target name to fetch at the next refresh.
-func (r *Router) want(name string) {
+// want records a target name to fetch at the next refresh, triggering one
+// when the name is new. It reports whether the name is wanted: false for
+// "" and, once maxWanted names are, for a new one.
+func (r *Router) want(name string) bool {
+	w := r.wantName(name, false)
+	return w != nil
+}
+
+// Pin makes the router fetch name at every refresh, whether documents are
+// located to it or not (the backfill receiver's indices, read through the
+// topology rather than Locate). It reports whether the name is wanted
+// (false once maxWanted names are).
+func (r *Router) Pin(name string) bool {
+	return r.wantName(name, true) != nil
+}
+
+func (r *Router) wantName(name string, pin bool) *wantedName {
 	if name == "" {
-		return
+		return nil
 	}
 	r.mu.Lock()
 	w, ok := r.wanted[name]
@@ -296,27 +313,35 @@ func (r *Router) want(name string) {
 		r.wanted[name] = w
 		r.wantedN.Store(int32(len(r.wanted)))
 	}
+	if w != nil && pin {
+		w.pinned = true
+	}
 	r.mu.Unlock()
 	w.mark()
 	if !ok && w != nil {
 		r.Trigger(TriggerUnknown)
 	}
+	return w
 }
 
-// pruneWanted forgets the names nothing was located to or asked for in
-// the last wantedIdle (at least three refresh intervals), and the Seen
-// state of names no longer wanted. Called under r.mu by each refresh.
+// pruneWanted forgets the names (not pinned) nothing was located to or
+// asked for in the last wantedIdle (at least three refresh intervals), and
+// the Seen state of names not seen for as long. Called under r.mu by each
+// refresh.
 func (r *Router) pruneWanted(now time.Time) {
 	idle := max(wantedIdle, 3*r.opts.RefreshInterval)
 	for name, w := range r.wanted {
 		if w.used.Swap(false) {
 			w.lastUsed = now
-		} else if now.Sub(w.lastUsed) > idle {
+		} else if !w.pinned && now.Sub(w.lastUsed) > idle {
 			delete(r.wanted, name)
 		}
 	}
-	for name := range r.seen {
-		if _, ok := r.wanted[name]; !ok {
+	// A Seen state's next is at most RefreshInterval after the name was
+	// last seen firing; it is kept as long as the name keeps being seen, so
+	// that a name the cap refuses keeps its backoff.
+	for name, st := range r.seen {
+		if now.Sub(st.next) > idle {
 			delete(r.seen, name)
 		}
 	}
@@ -355,8 +380,7 @@ func (r *Router) Seen(name string) {
 		r.seen[name] = st
 	}
 	r.mu.Unlock()
-	if fire {
-		r.want(name)
+	if fire && r.want(name) {
 		r.Trigger(TriggerUnknown)
 	}
 }

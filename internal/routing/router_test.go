@@ -957,3 +957,87 @@ func TestWantedCapFreedByIdleNames(t *testing.T) {
 		t.Fatalf("%d names wanted, want 1", n)
 	}
 }
+
+// TestPinnedNamesKept: a pinned name (the backfill receiver's indices,
+// read through the topology, never located) is fetched by every refresh
+// however long nothing is located to it.
+func TestPinnedNamesKept(t *testing.T) {
+	f := threeNodes(t)
+	r := newTestRouter(t, f, nil)
+	now := time.Unix(1000, 0)
+	r.now = func() time.Time { return now }
+	if !r.Pin("logs") {
+		t.Fatal("Pin refused a name")
+	}
+	r.want("ss4o_logs-default-namespace")
+	for step := 0; step < 40; step++ { // 40 minutes, a refresh a minute
+		now = now.Add(time.Minute)
+		if err := r.Refresh(context.Background(), TriggerPeriodic); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := r.Topology().WriteIndex("logs"); !ok {
+			t.Fatalf("the pinned name was forgotten after %d minutes", step+1)
+		}
+	}
+	if _, ok := r.Topology().WriteIndex("ss4o_logs-default-namespace"); ok {
+		t.Fatal("an unpinned idle name was kept for 40 minutes")
+	}
+}
+
+// TestSeenBackoffAtCap: with maxWanted names wanted, a write to one more
+// name asks for no refresh (want cannot take it), however often it is
+// seen and refreshes run; before, its Seen state was dropped by every
+// refresh and each one fired again.
+func TestSeenBackoffAtCap(t *testing.T) {
+	f := threeNodes(t)
+	r := newTestRouter(t, f, nil)
+	now := time.Unix(1000, 0)
+	r.now = func() time.Time { return now }
+	for i := 0; i < maxWanted; i++ {
+		r.want(fmt.Sprintf("busy-%d", i))
+	}
+	drain := func() int {
+		n := 0
+		for {
+			select {
+			case <-r.trigger:
+				n++
+			default:
+				return n
+			}
+		}
+	}
+	drain()
+	triggers := 0
+	for sec := 0; sec < 60; sec++ {
+		now = now.Add(time.Second)
+		r.mu.Lock()
+		r.pruneWanted(now)
+		r.mu.Unlock()
+		for range 10 {
+			r.Seen("over")
+		}
+		triggers += drain()
+	}
+	if triggers != 0 {
+		t.Fatalf("%d refreshes asked for a name the cap refuses", triggers)
+	}
+	// Below the cap, the same name is asked for once and then backs off.
+	r.mu.Lock()
+	delete(r.wanted, "busy-0")
+	r.mu.Unlock()
+	triggers = 0
+	for sec := 0; sec < 60; sec++ {
+		now = now.Add(time.Second)
+		r.mu.Lock()
+		r.pruneWanted(now)
+		r.mu.Unlock()
+		for range 10 {
+			r.Seen("over")
+		}
+		triggers += drain()
+	}
+	if triggers == 0 || triggers > 7 {
+		t.Fatalf("%d refreshes asked for in 60 s; want the backoff's (1, 2, 4, 8, 16, 30 s)", triggers)
+	}
+}

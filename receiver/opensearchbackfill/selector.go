@@ -128,15 +128,17 @@ func (s *readSelector) ObserveRead(u string, err error) {
 	}
 }
 
-// want makes the router fetch the indices' shard tables: Locate remembers
-// a name it does not know and triggers a refresh.
+// want makes the router fetch the indices' shard tables at every refresh
+// (pinned: no document is located to them, so a router would otherwise
+// forget them after wantedIdle); a name it did not know triggers a
+// refresh.
 func (s *readSelector) want(indices []string) {
 	if s.router == nil {
 		return
 	}
 	for _, ix := range indices {
 		if !strings.ContainsAny(ix, "*?") { // patterns are not resolved by discovery
-			s.router.Locate(ix, "_", "")
+			s.router.Pin(ix)
 		}
 	}
 }
