@@ -918,16 +918,22 @@ func TestIdleTargetsForgotten(t *testing.T) {
 	}
 }
 
+// fullRouter is a router on threeNodes, its clock reading *now, that
+// wants maxWanted names (none of them an index).
+func fullRouter(t *testing.T, now *time.Time) *Router {
+	r := newTestRouter(t, threeNodes(t), nil)
+	r.now = func() time.Time { return *now }
+	for i := 0; i < maxWanted; i++ {
+		r.want(fmt.Sprintf("busy-%d", i))
+	}
+	return r
+}
+
 // TestWantedCapFreedByIdleNames: once maxWanted names have been asked for,
 // a new name is not; when the others fall idle it is.
 func TestWantedCapFreedByIdleNames(t *testing.T) {
-	f := threeNodes(t)
-	r := newTestRouter(t, f, nil)
 	now := time.Unix(1000, 0)
-	r.now = func() time.Time { return now }
-	for i := 0; i < maxWanted; i++ {
-		r.want(fmt.Sprintf("gone-%d", i))
-	}
+	r := fullRouter(t, &now)
 	r.Locate("logs", "a", "")
 	r.mu.Lock()
 	_, ok := r.wanted["logs"]
@@ -989,13 +995,8 @@ func TestPinnedNamesKept(t *testing.T) {
 // seen and refreshes run; before, its Seen state was dropped by every
 // refresh and each one fired again.
 func TestSeenBackoffAtCap(t *testing.T) {
-	f := threeNodes(t)
-	r := newTestRouter(t, f, nil)
 	now := time.Unix(1000, 0)
-	r.now = func() time.Time { return now }
-	for i := 0; i < maxWanted; i++ {
-		r.want(fmt.Sprintf("busy-%d", i))
-	}
+	r := fullRouter(t, &now)
 	drain := func() int {
 		n := 0
 		for {
@@ -1008,36 +1009,30 @@ func TestSeenBackoffAtCap(t *testing.T) {
 		}
 	}
 	drain()
-	triggers := 0
-	for sec := 0; sec < 60; sec++ {
-		now = now.Add(time.Second)
-		r.mu.Lock()
-		r.pruneWanted(now)
-		r.mu.Unlock()
-		for range 10 {
-			r.Seen("over")
+	// A minute of ten writes a second to "over", pruning as each refresh
+	// would, every second; the refreshes asked for.
+	minute := func() int {
+		triggers := 0
+		for sec := 0; sec < 60; sec++ {
+			now = now.Add(time.Second)
+			r.mu.Lock()
+			r.pruneWanted(now)
+			r.mu.Unlock()
+			for range 10 {
+				r.Seen("over")
+			}
+			triggers += drain()
 		}
-		triggers += drain()
+		return triggers
 	}
-	if triggers != 0 {
+	if triggers := minute(); triggers != 0 {
 		t.Fatalf("%d refreshes asked for a name the cap refuses", triggers)
 	}
 	// Below the cap, the same name is asked for once and then backs off.
 	r.mu.Lock()
 	delete(r.wanted, "busy-0")
 	r.mu.Unlock()
-	triggers = 0
-	for sec := 0; sec < 60; sec++ {
-		now = now.Add(time.Second)
-		r.mu.Lock()
-		r.pruneWanted(now)
-		r.mu.Unlock()
-		for range 10 {
-			r.Seen("over")
-		}
-		triggers += drain()
-	}
-	if triggers == 0 || triggers > 7 {
+	if triggers := minute(); triggers == 0 || triggers > 7 {
 		t.Fatalf("%d refreshes asked for in 60 s; want the backoff's (1, 2, 4, 8, 16, 30 s)", triggers)
 	}
 }
