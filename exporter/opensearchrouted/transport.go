@@ -64,8 +64,13 @@ func needsConfighttp(cfg *Config) string {
 		return "max_conns_per_host"
 	}
 	for _, p := range cfg.Headers {
-		if strings.EqualFold(p.Name, "Host") {
-			return "headers (Host)"
+		// The collector's client sets these over the request's own (a
+		// Connection: close is honoured, a Content-Type or Authorization
+		// replaces the exporter's); the transport writes its own.
+		for _, h := range []string{"Host", "Connection", "Content-Type", "Authorization"} {
+			if strings.EqualFold(p.Name, h) {
+				return "headers (" + h + ")"
+			}
 		}
 	}
 	for _, s := range cfg.seeds() {

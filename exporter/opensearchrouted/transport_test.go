@@ -55,6 +55,15 @@ func TestBulkTransportChoice(t *testing.T) {
 		{"Host header", func(c *Config) {
 			c.Headers = configopaque.MapList{{Name: "host", Value: "opensearch.internal"}}
 		}, "headers (Host)"},
+		{"Connection header", func(c *Config) {
+			c.Headers = configopaque.MapList{{Name: "connection", Value: "close"}}
+		}, "headers (Connection)"},
+		{"Content-Type header", func(c *Config) {
+			c.Headers = configopaque.MapList{{Name: "Content-Type", Value: "application/json"}}
+		}, "headers (Content-Type)"},
+		{"Authorization header", func(c *Config) {
+			c.Headers = configopaque.MapList{{Name: "AUTHORIZATION", Value: "Basic eDp5"}}
+		}, "headers (Authorization)"},
 		{"environment proxy", func(*Config) {
 			proxyFromEnvironment = func(r *http.Request) (*url.URL, error) {
 				if r.URL.Scheme == "http" {

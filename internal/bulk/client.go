@@ -91,7 +91,9 @@ const (
 	// KindThrottled: HTTP 429 for the whole request. Shrink the node's
 	// window, retry all items after a backoff.
 	KindThrottled
-	// KindServer: HTTP 5xx for the whole request. Retry all items.
+	// KindServer: HTTP 5xx, or 408 (a proxy or server that timed out
+	// waiting for the request: it was not processed), for the whole
+	// request. Retry all items.
 	KindServer
 	// KindBadResponse: a 2xx response that cannot be read: malformed,
 	// truncated, too large, or with another item count than sent. Retry all
@@ -374,7 +376,7 @@ func (c *Client) once(ctx context.Context, tg *target, b *Batch, items []int32, 
 		switch {
 		case code == http.StatusTooManyRequests:
 			e.Kind = KindThrottled
-		case code >= 500:
+		case code >= 500 || code == http.StatusRequestTimeout:
 			e.Kind = KindServer
 		case code == http.StatusUnauthorized || code == http.StatusForbidden:
 			e.Kind = KindAuth

@@ -262,6 +262,7 @@ func TestSendRequestLevelFailures(t *testing.T) {
 		{"503", 503, `{"error":{"type":"cluster_block_exception","reason":"blocked by: [SERVICE_UNAVAILABLE/2/no master];"},"status":503}`,
 			KindServer, Retry, true, []string{"503", "cluster_block_exception"}},
 		{"502 no body", 502, ``, KindServer, Retry, true, []string{"502"}},
+		{"408 from a proxy", 408, `request timeout`, KindServer, Retry, true, []string{"408"}},
 		{"401", 401, `Unauthorized`, KindAuth, Permanent, false, []string{"401", "credentials"}},
 		{"403", 403, `{"error":{"root_cause":[{"type":"security_exception","reason":"no permissions for [indices:data/write/bulk] and User [name=otel, backend_roles=[], requestedTenant=null]"}],"type":"security_exception","reason":"no permissions for [indices:data/write/bulk] and User [name=otel, backend_roles=[], requestedTenant=null]"},"status":403}`,
 			KindAuth, Permanent, false, []string{"403", "credentials", "security_exception", "indices:data/write/bulk"}},

@@ -81,7 +81,7 @@ func Classify(o Outcome) Class {
 		return Done
 	case o.Status == 409 && o.ErrorType == errVersionConf:
 		return Duplicate
-	case o.Status == 0, o.Status == 429, o.Status >= 500 && o.Status < 600:
+	case o.Status == 0, o.Status == 408, o.Status == 429, o.Status >= 500 && o.Status < 600:
 		return Retry
 	}
 	return Permanent

@@ -27,10 +27,15 @@ import (
 // redirects, no 100-continue; a request's body must have a known
 // ContentLength. http and https (TLSConfig) URLs are served.
 //
-// A request that fails on a kept-alive connection before any of the
-// answer was read (the server closed the idle connection meanwhile) is
+// Before a kept-alive connection is used again, it is looked at without
+// reading (on Unix): one the server closed, or sent anything on while it
+// was idle (a 408 as it closes it, stray bytes), is closed instead, so
+// that nothing is taken as the next request's answer. A request that still
+// fails on a kept-alive connection before any of the answer was read (the
+// server closed it just then), or whose first answer there is a 408, is
 // sent once more on a new connection, when req.GetBody can give its body
-// again. Set the fields before the first request.
+// again; once the server has begun to answer, never. Set the fields before
+// the first request.
 type Transport struct {
 	// TLSConfig for https URLs; nil: crypto/tls defaults. ServerName is
 	// set from the URL's host when empty.
@@ -92,6 +97,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		resp, fresh, err := wc.roundTrip(req)
+		if err == nil && reused && resp.StatusCode == http.StatusRequestTimeout {
+			// The first answer on a kept connection is a 408: the server
+			// sent it as it closed the idle connection, before this request
+			// came (peerSpoke misses one that arrives just after its look).
+			// The request was not processed: as for a closed connection.
+			if b, ok := resp.Body.(*wireBody); ok {
+				b.reuse = false
+			}
+			resp.Body.Close()
+			resp, fresh, err = nil, true, errIdle408
+		}
 		if err == nil {
 			return resp, nil
 		}
@@ -117,6 +133,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 }
+
+// errIdle408 is the error of a request answered 408 on a kept connection
+// when it cannot be sent again.
+var errIdle408 = errors.New("bulk: transport: 408 Request Timeout on a kept connection (closed by the server while idle)")
 
 // validRequest refuses what the transport cannot send, or could only send
 // as a malformed request, before a connection is taken for it.
@@ -200,6 +220,19 @@ func (t *Transport) get(ctx context.Context, key, scheme, addr string, idle bool
 		}
 		t.mu.Unlock()
 		closeAll(expired)
+		expired = expired[:0]
+		// Anything the server sent while the connection was idle (a 408
+		// as it closed it, stray bytes) would be read as this request's
+		// answer: such a connection is closed, not used.
+		if peerSpoke(wc.conn) {
+			wc.conn.Close()
+			t.mu.Lock()
+			if t.closed {
+				t.mu.Unlock()
+				return nil, false, errTransportClosed
+			}
+			continue
+		}
 		return wc, true, nil
 	}
 	t.dials++
@@ -283,6 +316,10 @@ func (t *Transport) put(wc *wireConn) {
 	if max == 0 {
 		max = defaultIdlePerHost
 	}
+	if wc.br.Buffered() > 0 { // bytes past the answer: nobody asked for them
+		wc.conn.Close()
+		return
+	}
 	t.mu.Lock()
 	if t.closed || t.DisableKeepAlives || max < 0 || len(t.idle[wc.key]) >= max {
 		t.mu.Unlock()
@@ -330,9 +367,11 @@ func (wc *wireConn) roundTrip(req *http.Request) (resp *http.Response, fresh boo
 		_ = wc.conn.SetDeadline(d)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = wc.conn.SetDeadline(aLongTimeAgo) })
-	fail := func(err error) (*http.Response, bool, error) {
+	// fail ends the round trip with err; fresh: nothing of an answer was
+	// read and err says the connection was closed (see RoundTrip).
+	fail := func(err error, answered bool) (*http.Response, bool, error) {
 		stop()
-		fresh := errors.Is(err, io.EOF) || isConnDown(err)
+		fresh := !answered && (errors.Is(err, io.EOF) || isConnDown(err))
 		if ctxExpired(ctx, err) {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
@@ -355,25 +394,29 @@ func (wc *wireConn) roundTrip(req *http.Request) (resp *http.Response, fresh boo
 	// does an answer cut short, which must not be sent again.
 	if _, err := wc.br.Peek(1); err != nil {
 		if werr != nil {
-			return fail(werr)
+			return fail(werr, false)
 		}
-		return fail(err)
+		return fail(err, false)
 	}
+	// From here on the server has begun to answer: whatever fails, the
+	// request may have been processed, and is not sent again.
 	for {
 		resp, err = http.ReadResponse(wc.br, req)
 		if err != nil {
 			if werr != nil {
-				return fail(werr)
+				return fail(werr, true)
 			}
-			return fail(err)
+			return fail(err, true)
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			continue // an interim answer: the final one follows
 		}
 		break
 	}
-	if werr != nil {
-		resp.Close = true // the request was not all sent: never reuse
+	if werr != nil || resp.StatusCode == http.StatusSwitchingProtocols {
+		// The request was not all sent, or the connection is no longer
+		// HTTP/1.1: never reuse it.
+		resp.Close = true
 	}
 	resp.Body = &wireBody{ctx: ctx, wc: wc, rc: resp.Body, stop: stop, reuse: !resp.Close && !closeReq,
 		eof: resp.Body == http.NoBody}

@@ -963,3 +963,143 @@ func TestTransportConcurrent(t *testing.T) {
 		t.Errorf("%d dials for %d goroutines", d, workers)
 	}
 }
+
+// TestTransportIdleConnSpoke: what a server sends on a kept connection
+// while it is idle is never taken as the next request's answer (net/http
+// does the same). Cases: a 408 as it closes the connection (RFC 9110
+// allows it; proxies do it), read as a 408 for the next request, whose
+// items the exporter then counted as refused for good; stray bytes after
+// an answer, in the same write or later.
+func TestTransportIdleConnSpoke(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// after writes, on connection 0, what follows the first answer
+		// (immediately with it when same, else after 30 ms).
+		after string
+		same  bool
+		close bool // then close connection 0
+	}{
+		{"408 as it closes", rawResponse(http.StatusRequestTimeout, "", "Connection: close"), false, true},
+		{"stray answer later", rawResponse(http.StatusOK, "stale"), false, false},
+		{"stray answer in the same write", rawResponse(http.StatusOK, "stale"), true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
+				if n > 0 {
+					serveAll(c, br, echoAnswer)
+					return
+				}
+				_, body, err := readRawRequest(br)
+				if err != nil {
+					return
+				}
+				first := echoAnswer(nil, body)
+				if tc.same {
+					io.WriteString(c, first+tc.after)
+				} else {
+					io.WriteString(c, first)
+					time.Sleep(30 * time.Millisecond)
+					io.WriteString(c, tc.after)
+				}
+				if tc.close {
+					return
+				}
+				serveAll(c, br, echoAnswer) // connection 0 stays open
+			})
+			tr := closeAtEnd(t, &Transport{})
+			if code, body := mustDo(t, tr, newPost(t, context.Background(), srv.URL, "first")); code != 200 || body != "first" {
+				t.Fatalf("first: %d %q", code, body)
+			}
+			time.Sleep(100 * time.Millisecond)
+			if code, body := mustDo(t, tr, newPost(t, context.Background(), srv.URL, "second")); code != 200 || body != "second" {
+				t.Fatalf("second request answered %d %q; want 200 \"second\"", code, body)
+			}
+			if d := dialsOf(tr); d != 2 {
+				t.Errorf("%d dials; want 2 (connection 0 not reused)", d)
+			}
+		})
+	}
+}
+
+// TestTransportIdle408AfterLook: a 408 that arrives just after the look
+// at the idle connection (here: written once the next request is read) is
+// taken as that connection's closing, not as the request's answer: the
+// request goes once more on a new connection.
+func TestTransportIdle408AfterLook(t *testing.T) {
+	srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
+		if n > 0 {
+			serveAll(c, br, echoAnswer)
+			return
+		}
+		if _, body, err := readRawRequest(br); err == nil {
+			io.WriteString(c, echoAnswer(nil, body))
+		}
+		if _, _, err := readRawRequest(br); err == nil {
+			io.WriteString(c, rawResponse(http.StatusRequestTimeout, "", "Connection: close"))
+		}
+	})
+	tr := closeAtEnd(t, &Transport{})
+	mustDo(t, tr, newPost(t, context.Background(), srv.URL, "first"))
+	if code, body := mustDo(t, tr, newPost(t, context.Background(), srv.URL, "second")); code != 200 || body != "second" {
+		t.Fatalf("second request answered %d %q; want 200 \"second\"", code, body)
+	}
+	// On a new connection a 408 is the answer.
+	srv408 := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
+		if _, _, err := readRawRequest(br); err == nil {
+			io.WriteString(c, rawResponse(http.StatusRequestTimeout, "", "Connection: close"))
+		}
+	})
+	if code, _ := mustDo(t, tr, newPost(t, context.Background(), srv408.URL, "x")); code != http.StatusRequestTimeout {
+		t.Fatalf("a 408 on a new connection: %d", code)
+	}
+}
+
+// TestTransportNoResendOnceAnswered: a connection that breaks after the
+// server began to answer (here an interim 100, then a reset) fails the
+// request; it is not sent again, since the server may have processed it.
+func TestTransportNoResendOnceAnswered(t *testing.T) {
+	var sends atomic.Int32
+	srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
+		if n == 0 {
+			if _, body, err := readRawRequest(br); err == nil {
+				io.WriteString(c, echoAnswer(nil, body))
+			}
+		}
+		if _, _, err := readRawRequest(br); err == nil {
+			sends.Add(1)
+			io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n")
+			time.Sleep(20 * time.Millisecond)
+			c.(*net.TCPConn).SetLinger(0) // a reset
+		}
+	})
+	tr := closeAtEnd(t, &Transport{})
+	mustDo(t, tr, newPost(t, context.Background(), srv.URL, "first"))
+	if resp, _, err := roundTrip(tr, newPost(t, context.Background(), srv.URL, "second")); err == nil {
+		t.Fatalf("no error; status %d", resp.StatusCode)
+	}
+	if s := sends.Load(); s != 1 {
+		t.Fatalf("the server got the request %d times; want 1", s)
+	}
+}
+
+// TestTransportSwitchingProtocolsNotReused: after a 101 the connection
+// speaks something else; it is not put back for the next request.
+func TestTransportSwitchingProtocolsNotReused(t *testing.T) {
+	srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
+		if n > 0 {
+			serveAll(c, br, echoAnswer)
+			return
+		}
+		if _, _, err := readRawRequest(br); err == nil {
+			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: foo\r\nConnection: Upgrade\r\n\r\nFOO-PROTOCOL-BYTES")
+		}
+		time.Sleep(time.Second)
+	})
+	tr := closeAtEnd(t, &Transport{})
+	if code, _ := mustDo(t, tr, newPost(t, context.Background(), srv.URL, "first")); code != http.StatusSwitchingProtocols {
+		t.Fatalf("first: %d", code)
+	}
+	if code, body := mustDo(t, tr, newPost(t, context.Background(), srv.URL, "second")); code != 200 || body != "second" {
+		t.Fatalf("second: %d %q", code, body)
+	}
+}
