@@ -153,15 +153,18 @@ func validRequest(req *http.Request) error {
 		return fmt.Errorf("bulk: transport: ContentLength %d without a body", req.ContentLength)
 	case req.Method != "" && !validToken(req.Method):
 		return fmt.Errorf("bulk: transport: invalid method %q", req.Method)
-	case strings.ContainsAny(req.Host, " \r\n\x00"):
+	case strings.ContainsAny(req.Host, " \r\n\x00"), strings.ContainsAny(u.Host, " \r\n\x00"):
 		return errors.New("bulk: transport: invalid Host")
+	case strings.IndexFunc(u.RequestURI(), func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+		return errors.New("bulk: transport: a space or control character in the request URI")
 	}
 	for k, vs := range req.Header {
 		if !validToken(k) {
 			return fmt.Errorf("bulk: transport: invalid header name %q", k)
 		}
 		for _, v := range vs {
-			if strings.ContainsAny(v, "\r\n\x00") {
+			// Field values: visible characters, spaces and tabs (RFC 9110).
+			if strings.IndexFunc(v, func(r rune) bool { return (r < ' ' && r != '\t') || r == 0x7f }) >= 0 {
 				return fmt.Errorf("bulk: transport: invalid value of header %q", k)
 			}
 		}

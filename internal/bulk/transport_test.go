@@ -746,6 +746,10 @@ func TestTransportRefusesInvalidRequests(t *testing.T) {
 		{"URL without host", func(r *http.Request, _ string) { r.URL.Host = "" }},
 		{"ContentLength without body", func(r *http.Request, _ string) { r.Body = nil }},
 		{"Host with CRLF", func(r *http.Request, host string) { r.Host = host + "\r\nX-Injected: 1" }},
+		{"URL host with CRLF", func(r *http.Request, host string) { r.URL.Host = host + "\r\nX-Injected: 1" }},
+		{"raw query with CRLF", func(r *http.Request, _ string) { r.URL.RawQuery = "a=b HTTP/1.1\r\nX-Injected: yes\r\nX-Pad:" }},
+		{"opaque URL with a space", func(r *http.Request, _ string) { r.URL.Opaque = "/x y" }},
+		{"header value with a control character", func(r *http.Request, _ string) { r.Header.Set("X-Bad", "a\x01b") }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
