@@ -968,6 +968,27 @@ func TestTransportConcurrent(t *testing.T) {
 	}
 }
 
+// firstConnServer is a raw server whose first connection first serves
+// and whose later ones echo every request.
+func firstConnServer(t *testing.T, first func(c net.Conn, br *bufio.Reader)) *rawServer {
+	return newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
+		if n > 0 {
+			serveAll(c, br, echoAnswer)
+			return
+		}
+		first(c, br)
+	})
+}
+
+// mustEcho sends body through tr and fails the test unless the answer is
+// 200 with body.
+func mustEcho(t *testing.T, tr *Transport, url, body string) {
+	t.Helper()
+	if code, got := mustDo(t, tr, newPost(t, context.Background(), url, body)); code != 200 || got != body {
+		t.Fatalf("%q answered %d %q; want 200 %q", body, code, got, body)
+	}
+}
+
 // TestTransportIdleConnSpoke: what a server sends on a kept connection
 // while it is idle is never taken as the next request's answer (net/http
 // does the same). Cases: a 408 as it closes the connection (RFC 9110
@@ -988,11 +1009,7 @@ func TestTransportIdleConnSpoke(t *testing.T) {
 		{"stray answer in the same write", rawResponse(http.StatusOK, "stale"), true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
-				if n > 0 {
-					serveAll(c, br, echoAnswer)
-					return
-				}
+			srv := firstConnServer(t, func(c net.Conn, br *bufio.Reader) {
 				_, body, err := readRawRequest(br)
 				if err != nil {
 					return
@@ -1011,13 +1028,9 @@ func TestTransportIdleConnSpoke(t *testing.T) {
 				serveAll(c, br, echoAnswer) // connection 0 stays open
 			})
 			tr := closeAtEnd(t, &Transport{})
-			if code, body := mustDo(t, tr, newPost(t, context.Background(), srv.URL, "first")); code != 200 || body != "first" {
-				t.Fatalf("first: %d %q", code, body)
-			}
+			mustEcho(t, tr, srv.URL, "first")
 			time.Sleep(100 * time.Millisecond)
-			if code, body := mustDo(t, tr, newPost(t, context.Background(), srv.URL, "second")); code != 200 || body != "second" {
-				t.Fatalf("second request answered %d %q; want 200 \"second\"", code, body)
-			}
+			mustEcho(t, tr, srv.URL, "second")
 			if d := dialsOf(tr); d != 2 {
 				t.Errorf("%d dials; want 2 (connection 0 not reused)", d)
 			}
@@ -1030,11 +1043,7 @@ func TestTransportIdleConnSpoke(t *testing.T) {
 // taken as that connection's closing, not as the request's answer: the
 // request goes once more on a new connection.
 func TestTransportIdle408AfterLook(t *testing.T) {
-	srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
-		if n > 0 {
-			serveAll(c, br, echoAnswer)
-			return
-		}
+	srv := firstConnServer(t, func(c net.Conn, br *bufio.Reader) {
 		if _, body, err := readRawRequest(br); err == nil {
 			io.WriteString(c, echoAnswer(nil, body))
 		}
@@ -1043,10 +1052,8 @@ func TestTransportIdle408AfterLook(t *testing.T) {
 		}
 	})
 	tr := closeAtEnd(t, &Transport{})
-	mustDo(t, tr, newPost(t, context.Background(), srv.URL, "first"))
-	if code, body := mustDo(t, tr, newPost(t, context.Background(), srv.URL, "second")); code != 200 || body != "second" {
-		t.Fatalf("second request answered %d %q; want 200 \"second\"", code, body)
-	}
+	mustEcho(t, tr, srv.URL, "first")
+	mustEcho(t, tr, srv.URL, "second")
 	// On a new connection a 408 is the answer.
 	srv408 := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
 		if _, _, err := readRawRequest(br); err == nil {
@@ -1089,11 +1096,7 @@ func TestTransportNoResendOnceAnswered(t *testing.T) {
 // TestTransportSwitchingProtocolsNotReused: after a 101 the connection
 // speaks something else; it is not put back for the next request.
 func TestTransportSwitchingProtocolsNotReused(t *testing.T) {
-	srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
-		if n > 0 {
-			serveAll(c, br, echoAnswer)
-			return
-		}
+	srv := firstConnServer(t, func(c net.Conn, br *bufio.Reader) {
 		if _, _, err := readRawRequest(br); err == nil {
 			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: foo\r\nConnection: Upgrade\r\n\r\nFOO-PROTOCOL-BYTES")
 		}
@@ -1103,7 +1106,5 @@ func TestTransportSwitchingProtocolsNotReused(t *testing.T) {
 	if code, _ := mustDo(t, tr, newPost(t, context.Background(), srv.URL, "first")); code != http.StatusSwitchingProtocols {
 		t.Fatalf("first: %d", code)
 	}
-	if code, body := mustDo(t, tr, newPost(t, context.Background(), srv.URL, "second")); code != 200 || body != "second" {
-		t.Fatalf("second: %d %q", code, body)
-	}
+	mustEcho(t, tr, srv.URL, "second")
 }
