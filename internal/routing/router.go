@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -87,11 +88,10 @@ type Router struct {
 	topo  atomic.Pointer[Topology]
 	seeds []*Node // pseudo-nodes for the seed URLs, used until discovery works
 
-	mu      sync.Mutex       // guards nodes, wanted and seen
-	nodes   map[string]*Node // every node ever discovered and not retired, by id
-	wanted  map[string]*wantedName
-	seen    map[string]seenState // names written to but not (yet) in the topology
-	wantedN atomic.Int32
+	mu     sync.Mutex       // guards nodes, wanted and seen
+	nodes  map[string]*Node // every node ever discovered and not retired, by id
+	wanted map[string]*wantedName
+	seen   map[string]seenState // names written to but not (yet) in the topology
 
 	refreshMu   sync.Mutex // serialises refreshes
 	lastRefresh time.Time  // guarded by refreshMu
@@ -289,10 +289,7 @@ func (w *wantedName) mark() {
 // want records a target name to fetch at the next refresh, triggering one
 // when the name is new. It reports whether the name is wanted: false for
 // "" and, once maxWanted names are, for a new one.
-func (r *Router) want(name string) bool {
-	w := r.wantName(name, false)
-	return w != nil
-}
+func (r *Router) want(name string) bool { return r.wantName(name, false) != nil }
 
 // Pin makes the router fetch name at every refresh, whether documents are
 // located to it or not (the backfill receiver's indices, read through the
@@ -311,7 +308,6 @@ func (r *Router) wantName(name string, pin bool) *wantedName {
 	if !ok && len(r.wanted) < maxWanted {
 		w = &wantedName{lastUsed: r.now()}
 		r.wanted[name] = w
-		r.wantedN.Store(int32(len(r.wanted)))
 	}
 	if w != nil && pin {
 		w.pinned = true
@@ -345,7 +341,6 @@ func (r *Router) pruneWanted(now time.Time) {
 			delete(r.seen, name)
 		}
 	}
-	r.wantedN.Store(int32(len(r.wanted)))
 }
 
 // seenState rate-limits refreshes asked for by Seen, per name.
@@ -557,12 +552,7 @@ func (r *Router) discover(ctx context.Context) (*Topology, *nodePlan, error) {
 
 	r.mu.Lock()
 	r.pruneWanted(r.now())
-	wanted := make([]string, 0, len(r.wanted))
-	uses := make(map[string]*wantedName, len(r.wanted))
-	for name, w := range r.wanted {
-		wanted = append(wanted, name)
-		uses[name] = w
-	}
+	wanted := maps.Clone(r.wanted)
 	r.mu.Unlock()
 
 	t := &Topology{
@@ -587,7 +577,7 @@ func (r *Router) discover(ctx context.Context) (*Topology, *nodePlan, error) {
 	}
 	writeIdx := ds.writeIndices()
 	concrete := map[string]bool{}
-	for _, w := range wanted {
+	for w := range wanted {
 		if wi, ok := writeIdx[w]; ok {
 			t.DataStreams[w] = wi
 			concrete[wi] = true
@@ -645,13 +635,13 @@ func (r *Router) discover(ctx context.Context) (*Topology, *nodePlan, error) {
 		}
 	}
 
-	for _, w := range wanted {
+	for w, use := range wanted {
 		name, ds := w, false
 		if wi, ok := t.DataStreams[w]; ok {
 			name, ds = wi, true
 		}
 		if idx, ok := t.Indices[name]; ok {
-			t.targets[w] = target{index: idx, dataStream: ds, use: uses[w]}
+			t.targets[w] = target{index: idx, dataStream: ds, use: use}
 		}
 	}
 	return t, plan, nil

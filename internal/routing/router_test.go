@@ -903,7 +903,7 @@ func TestIdleTargetsForgotten(t *testing.T) {
 	if _, ok := r.Topology().WriteIndex("old"); ok {
 		t.Fatal("a forgotten name is still in the topology")
 	}
-	if n := r.wantedN.Load(); n != 1 {
+	if n := wantedCount(r); n != 1 {
 		t.Fatalf("%d names wanted, want 1", n)
 	}
 	// Written to again: asked for, routed after the next refresh.
@@ -916,6 +916,13 @@ func TestIdleTargetsForgotten(t *testing.T) {
 	if n, why := r.Locate("old", "a", ""); why != Routed || n.Name() != "n1" {
 		t.Fatalf("old after it was asked for again: %v %v", n, why)
 	}
+}
+
+// wantedCount is how many names r fetches at a refresh.
+func wantedCount(r *Router) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.wanted)
 }
 
 // fullRouter is a router on threeNodes, its clock reading *now, that
@@ -949,7 +956,7 @@ func TestWantedCapFreedByIdleNames(t *testing.T) {
 	if err := r.Refresh(context.Background(), TriggerPeriodic); err != nil {
 		t.Fatal(err)
 	}
-	if n := r.wantedN.Load(); n != 0 {
+	if n := wantedCount(r); n != 0 {
 		t.Fatalf("%d names wanted after they were idle, want 0", n)
 	}
 	r.Locate("logs", "a", "") // asks for it: there is room now
@@ -959,7 +966,7 @@ func TestWantedCapFreedByIdleNames(t *testing.T) {
 	if _, why := r.Locate("logs", "a", ""); why != Routed {
 		t.Fatalf("logs once the idle names were forgotten: %v", why)
 	}
-	if n := r.wantedN.Load(); n != 1 {
+	if n := wantedCount(r); n != 1 {
 		t.Fatalf("%d names wanted, want 1", n)
 	}
 }
