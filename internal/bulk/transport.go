@@ -96,18 +96,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			closeBody(req)
 			return nil, err
 		}
-		resp, fresh, err := wc.roundTrip(req)
-		if err == nil && reused && resp.StatusCode == http.StatusRequestTimeout {
-			// The first answer on a kept connection is a 408: the server
-			// sent it as it closed the idle connection, before this request
-			// came (peerSpoke misses one that arrives just after its look).
-			// The request was not processed: as for a closed connection.
-			if b, ok := resp.Body.(*wireBody); ok {
-				b.reuse = false
-			}
-			resp.Body.Close()
-			resp, fresh, err = nil, true, errIdle408
-		}
+		resp, fresh, err := wc.roundTrip(req, reused)
 		if err == nil {
 			return resp, nil
 		}
@@ -363,8 +352,9 @@ func (wc *wireConn) close() { wc.conn.Close() }
 // roundTrip writes req and reads the head of its response. fresh tells,
 // with an error, whether it looks like the connection had been closed by
 // the server before this request (it broke, or ended, before any answer
-// came): then the transport may send the request again on a new one.
-func (wc *wireConn) roundTrip(req *http.Request) (resp *http.Response, fresh bool, err error) {
+// came, or the first answer on a kept connection, reused, is a 408): then
+// the transport may send the request again on a new one.
+func (wc *wireConn) roundTrip(req *http.Request, reused bool) (resp *http.Response, fresh bool, err error) {
 	ctx := req.Context()
 	if d, ok := ctx.Deadline(); ok {
 		_ = wc.conn.SetDeadline(d)
@@ -415,6 +405,16 @@ func (wc *wireConn) roundTrip(req *http.Request) (resp *http.Response, fresh boo
 			continue // an interim answer: the final one follows
 		}
 		break
+	}
+	if reused && resp.StatusCode == http.StatusRequestTimeout {
+		// The first answer on a kept connection is a 408: the server sent
+		// it as it closed the idle connection, before this request came
+		// (peerSpoke misses one that arrives just after its look). The
+		// request was not processed: as for a connection found closed.
+		stop()
+		wc.close() // before the body, whose Close would read what is left
+		_ = resp.Body.Close()
+		return nil, true, errIdle408
 	}
 	if werr != nil || resp.StatusCode == http.StatusSwitchingProtocols {
 		// The request was not all sent, or the connection is no longer
