@@ -76,8 +76,9 @@ type Config struct {
 	// document_id is attribute.
 	DocumentIDAttribute string `mapstructure:"document_id_attribute"`
 
-	Routing RoutingConfig `mapstructure:"routing"`
-	Bulk    BulkConfig    `mapstructure:"bulk"`
+	Routing    RoutingConfig    `mapstructure:"routing"`
+	Bulk       BulkConfig       `mapstructure:"bulk"`
+	DeadLetter DeadLetterConfig `mapstructure:"dead_letter"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -123,6 +124,28 @@ type BulkConfig struct {
 	// the collector's client.
 	Transport string `mapstructure:"transport"`
 }
+
+// DeadLetterConfig controls where records go that the server refuses in
+// both shapes (as written, and with their attributes as one string).
+type DeadLetterConfig struct {
+	// Enabled writes each such record to the dead-letter index, as the
+	// original document (unindexed, in a string), where it was meant to go
+	// and the server's reason (default true). false: such records are
+	// counted failed and dropped.
+	Enabled bool `mapstructure:"enabled"`
+	// LogsIndex and TracesIndex name the dead-letter index or data stream
+	// of each signal (defaults opensearchrouted-deadletter-logs and
+	// opensearchrouted-deadletter-traces; with install_templates, a
+	// template makes them data streams).
+	LogsIndex   string `mapstructure:"logs_index"`
+	TracesIndex string `mapstructure:"traces_index"`
+}
+
+// Default dead-letter names.
+const (
+	defaultDeadLetterLogs   = "opensearchrouted-deadletter-logs"
+	defaultDeadLetterTraces = "opensearchrouted-deadletter-traces"
+)
 
 // Bulk transports.
 const (
@@ -171,6 +194,11 @@ func createDefaultConfig() *Config {
 			RetryBackoff: 100 * time.Millisecond,
 			Transport:    TransportAuto,
 		},
+		DeadLetter: DeadLetterConfig{
+			Enabled:     true,
+			LogsIndex:   defaultDeadLetterLogs,
+			TracesIndex: defaultDeadLetterTraces,
+		},
 	}
 }
 
@@ -193,6 +221,15 @@ func (c *Config) Validate() error {
 	for key, v := range map[string]string{"logs_index": c.LogsIndex, "traces_index": c.TracesIndex} {
 		if v != "" {
 			if err := checkIndexName(v); err != nil {
+				add("%s: %v", key, err)
+			}
+		}
+	}
+	if c.DeadLetter.Enabled {
+		for key, v := range map[string]string{"dead_letter.logs_index": c.DeadLetter.LogsIndex, "dead_letter.traces_index": c.DeadLetter.TracesIndex} {
+			if v == "" {
+				add("%s: must not be empty when dead_letter.enabled is true", key)
+			} else if err := checkIndexName(v); err != nil {
 				add("%s: %v", key, err)
 			}
 		}

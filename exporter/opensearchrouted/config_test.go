@@ -108,6 +108,7 @@ func TestLoadConfigEveryKey(t *testing.T) {
 		WindowCeiling:      16,
 	}
 	want.Bulk = BulkConfig{MaxBytes: 1 << 20, MaxAttempts: 3, RetryBackoff: 250 * time.Millisecond, Transport: TransportConfighttp}
+	want.DeadLetter = DeadLetterConfig{Enabled: true, LogsIndex: "refused-logs", TracesIndex: "refused-traces"}
 
 	if v, ok := cfg.Headers.Get("X-Team"); !ok || string(v) != "observability" {
 		t.Errorf("headers = %v, want X-Team: observability", cfg.Headers)
@@ -176,6 +177,7 @@ func TestLoadConfigInvalid(t *testing.T) {
 		"bad_dataset":        {"dataset:", "must not contain '-'"},
 		"bad_bulk":           {"bulk.max_bytes: must be at least 1024", "bulk.max_attempts: must be at least 1", `bulk.transport: "fasthttp" is not one of auto, confighttp`},
 		"credentials_in_url": {"carries credentials in the URL"},
+		"bad_dead_letter":    {"dead_letter.logs_index:", "dead_letter.traces_index: must not be empty when dead_letter.enabled is true"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadTestdataConfig(t, name)

@@ -78,18 +78,32 @@ func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
 	c.class = resize(c.class, n)
 	c.result = resize(c.result, n)
 	clear(c.result) // an item never answered keeps the zero Outcome (see outcome)
+	c.shape = resize(c.shape, n)
+	clear(c.shape)
+	c.orig = resize(c.orig, n)
 	c.pending = c.pending[:0]
 	for i := 0; i < n; i++ {
 		c.class[i] = bulk.Retry
 		c.pending = append(c.pending, int32(i))
 	}
 	var authErr error
-	for attempt := 1; len(c.pending) > 0 && attempt <= e.cfg.Bulk.MaxAttempts; attempt++ {
-		if attempt > 1 && !e.backoff(ctx, attempt) {
+	// An attempt is a round sent after a backoff. A round after which items
+	// moved to a new shape (see reshape) is followed by one at once that
+	// does not count as an attempt: each item moves at most twice, so a
+	// call runs at most twice as many rounds as attempts.
+	reshaped := 0
+	for attempt, quick := 1, false; len(c.pending) > 0 && attempt <= e.cfg.Bulk.MaxAttempts; {
+		if attempt > 1 && !quick && !e.backoff(ctx, attempt) {
 			break
 		}
 		if err := e.round(ctx, c); err != nil && authErr == nil {
 			authErr = err
+		}
+		quick = e.reshape(c) > 0 && reshaped < 2*e.cfg.Bulk.MaxAttempts
+		if quick {
+			reshaped++
+		} else {
+			attempt++
 		}
 		c.next = c.next[:0]
 		for _, it := range c.pending {
@@ -105,13 +119,25 @@ func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
 	e.tel.routed(ctx, &c.reasons)
 
 	var counts [bulk.NumClasses]int
-	for _, cls := range c.class {
+	deadLettered, unmapped := 0, 0
+	for it, cls := range c.class {
+		switch {
+		case c.shape[it] == shapeDeadLetter && (cls == bulk.Done || cls == bulk.Duplicate):
+			deadLettered++
+			continue
+		case c.shape[it] == shapeUnmapped && cls == bulk.Done:
+			unmapped++
+		}
 		counts[cls]++
 	}
 	e.tel.documents(ctx, outIndexed, counts[bulk.Done])
 	e.tel.documents(ctx, outDuplicate, counts[bulk.Duplicate])
+	e.tel.documents(ctx, outDeadLettered, deadLettered)
 	e.tel.documents(ctx, outRetried, counts[bulk.Retry])
 	e.tel.documents(ctx, outFailed, counts[bulk.Permanent]+c.encodeFailed)
+	e.tel.fallback(ctx, fbUnmapped, unmapped)
+	e.tel.fallback(ctx, fbInvalidSpanID, c.fallbacks[fbInvalidSpanID])
+	e.tel.fallback(ctx, fbInvalidAttributeID, c.fallbacks[fbInvalidAttributeID])
 
 	var permErr error
 	if counts[bulk.Permanent] > 0 || c.encodeFailed > 0 {

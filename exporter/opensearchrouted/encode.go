@@ -38,6 +38,9 @@ type part struct {
 	occ []int32
 
 	encodeFailed int // records that could not be made into a bulk item
+	// fallbacks counts, by reason, the records whose id could not be the
+	// usual one and is their content id instead.
+	fallbacks [numFallbacks]int
 
 	// The scope enc was last reset for (when inScope) and its records'
 	// origin: a share that encodes several pieces of one scope resets enc
@@ -59,14 +62,19 @@ type chunkOut struct {
 	hashes [][16]byte
 	occ    []int32
 	failed int // records of the chunk that could not be made into items
+
+	fallbacks [numFallbacks]int
 }
 
 // finish returns the views of the items p has just encoded for a chunk,
 // those from item first on; failed counts the chunk's records that could
 // not be made into items.
-func (p *part) finish(first, failed int) chunkOut {
+func (p *part) finish(first, failed int, fallbacks [numFallbacks]int) chunkOut {
 	n := p.batch.Len()
 	o := chunkOut{items: p.batch.Items(first, n), refs: p.refs[first:n:n], failed: failed}
+	for i := range o.fallbacks {
+		o.fallbacks[i] = p.fallbacks[i] - fallbacks[i]
+	}
 	if len(p.locs) == n {
 		o.locs = p.locs[first:n:n]
 	}
@@ -92,6 +100,7 @@ func (p *part) reset() {
 	p.hashes = p.hashes[:0]
 	p.occ = p.occ[:0]
 	p.encodeFailed = 0
+	p.fallbacks = [numFallbacks]int{}
 	p.inScope = false
 }
 
@@ -129,6 +138,9 @@ type call struct {
 	part            // the call's own share; its batch ends up holding every item
 	extra   []*part // further shares of a large call
 	repeats ss4o.Repeats
+	// repeatsOf is the resource (ref.r) whose records repeats numbers now:
+	// repeats are numbered within one resource's records (see numberRepeats).
+	repeatsOf int32
 	// located: locs holds every item's location, found while encoding (in
 	// the shares, at once); the first round uses it instead of locating
 	// again.
@@ -136,6 +148,11 @@ type call struct {
 
 	class  []bulk.Class // per item: the latest verdict (Retry while pending)
 	result []bulk.Outcome
+	shape  []uint8  // per item: how it is written now (see reshape)
+	orig   [][]byte // per item not in shapeOriginal: its original document
+	// scratch buffers for reshaped documents (Replace copies them)
+	scratch, scratch2 []byte
+	deadLogged        int // dead-letter warnings logged by this call
 
 	pending, next []int32
 	outs          []bulk.Outcome
@@ -161,6 +178,9 @@ func (c *call) reset() {
 		p.reset()
 	}
 	c.repeats.Reset()
+	c.repeatsOf = -1
+	clear(c.orig) // drop the views of the arena
+	c.deadLogged = 0
 	c.reasons = [16]int{}
 }
 
@@ -263,10 +283,10 @@ func (c *call) encodeChunks(n, k int, r *routing.Router, spawn func(func()), enc
 				return
 			}
 			from := int(ch) * chunkRecords
-			first, failed := p.batch.Len(), p.encodeFailed
+			first, failed, fallbacks := p.batch.Len(), p.encodeFailed, p.fallbacks
 			encodeRange(p, from, min(n, from+chunkRecords))
 			p.locate(r, first)
-			sh.out[ch] = p.finish(first, p.encodeFailed-failed)
+			sh.out[ch] = p.finish(first, p.encodeFailed-failed, fallbacks)
 			sh.ready[ch].Store(true)
 			if sh.done.Add(1) == sh.total {
 				close(sh.finished)
@@ -296,23 +316,44 @@ func (c *call) mergeReady(sh *sharing, r *routing.Router) bool {
 		c.batch.AppendItems(o.items)
 		c.refs = append(c.refs, o.refs...)
 		c.locs = append(c.locs, o.locs...)
-		c.hashes = append(c.hashes, o.hashes...)
-		c.occ = append(c.occ, o.occ...)
+		switch {
+		case o.occ != nil:
+			c.perItemIDsTo(first)
+			c.hashes = append(c.hashes, o.hashes...)
+			c.occ = append(c.occ, o.occ...)
+		case len(c.occ) > 0: // spans: an earlier chunk had content ids
+			c.perItemIDsTo(c.batch.Len())
+		}
 		c.encodeFailed += o.failed
+		for i, k := range o.fallbacks {
+			c.fallbacks[i] += k
+		}
 		c.numberRepeats(r, first)
 		sh.merged++
 	}
 	return sh.merged == len(sh.out)
 }
 
-// numberRepeats numbers, in item order, the occurrences of each content in
-// the call, for items from on; an item that repeats an earlier one gets the
-// id "<hash>-<n>" and, when the items are located, is located again
-// through r.
+// numberRepeats numbers, in item order, the occurrences of each content
+// among the records of one resource (one ResourceLogs or ResourceSpans of
+// the call), for items from on; an item that repeats an earlier one of the
+// same resource gets the id "<hash>-<n>" and, when the items are located,
+// is located again through r.
+//
+// Numbering starts again at every resource: a client that resends a
+// request whose answer it lost sends the same resources again, and the
+// collector's batcher appends them to the call as resources of their own,
+// so the copy gets the original's ids and is refused as a duplicate (409)
+// instead of stored twice. Records repeated within one resource keep
+// distinct ids and are all stored.
 func (c *call) numberRepeats(r *routing.Router, from int) {
 	for it := from; it < len(c.occ); it++ {
 		if c.occ[it] < 0 {
 			continue
+		}
+		if rr := c.refs[it].r; rr != c.repeatsOf {
+			c.repeats.Reset()
+			c.repeatsOf = rr
 		}
 		h := c.hashes[it]
 		n := c.repeats.Next(h)
@@ -387,7 +428,11 @@ func (p *part) encodeLog(e *osExporter, target string, lr plog.LogRecord, r ref)
 	case DocumentIDAttribute:
 		if v, ok := lr.Attributes().Get(e.cfg.DocumentIDAttribute); ok && v.Type() != pcommon.ValueTypeEmpty {
 			if s := v.AsString(); s != "" {
-				p.ids = append(p.ids, s...)
+				if idFits(s) {
+					p.ids = append(p.ids, s...)
+				} else {
+					p.fallbacks[fbInvalidAttributeID]++
+				}
 			}
 		}
 	}
@@ -406,7 +451,14 @@ func (p *part) encodeLog(e *osExporter, target string, lr plog.LogRecord, r ref)
 		return
 	}
 	buf := p.batch.BeginSized(target, ss4o.ContentIDLen)
-	buf = p.enc.AppendLog(buf, lr)
+	p.commitContent(p.enc.AppendLog(buf, lr), r)
+}
+
+// commitContent closes an item opened by BeginSized whose source is in buf
+// with the content id of that source (its repeats numbered later, see
+// numberRepeats), for the record at r.
+func (p *part) commitContent(buf []byte, r ref) {
+	start := len(p.ids)
 	h := ss4o.ContentID(p.batch.OpenSource(buf))
 	p.ids = ss4o.AppendID(p.ids, h, 0)
 	if _, err := p.batch.CommitCompact(buf, p.id(start)); err != nil {
@@ -416,6 +468,19 @@ func (p *part) encodeLog(e *osExporter, target string, lr plog.LogRecord, r ref)
 	p.refs = append(p.refs, r)
 	p.hashes = append(p.hashes, h)
 	p.occ = append(p.occ, 0)
+}
+
+// perItemIDs makes p's hashes and occ per item, as content ids need,
+// marking the items so far as having other ids. Spans have them only once
+// a span gets a content id.
+func (p *part) perItemIDs() { p.perItemIDsTo(p.batch.Len()) }
+
+// perItemIDsTo is perItemIDs for the first n items.
+func (p *part) perItemIDsTo(n int) {
+	for len(p.occ) < n {
+		p.hashes = append(p.hashes, [16]byte{})
+		p.occ = append(p.occ, -1)
+	}
 }
 
 func binaryPutRandom(h *[16]byte) {
@@ -449,6 +514,15 @@ func (e *osExporter) encodeSpanRange(p *part, td ptrace.Traces, from, to int) {
 			for k := lo; k < hi; k++ {
 				span := spans.At(k)
 				target := e.targets.record(p.origin, span.Attributes())
+				r := ref{int32(ri), int32(si), int32(k)}
+				if span.TraceID().IsEmpty() || span.SpanID().IsEmpty() {
+					// Not an id: the span's content is (see fbInvalidSpanID).
+					p.fallbacks[fbInvalidSpanID]++
+					p.perItemIDs()
+					buf := p.batch.BeginSized(target, ss4o.ContentIDLen)
+					p.commitContent(p.enc.AppendSpan(buf, span), r)
+					continue
+				}
 				start := len(p.ids)
 				p.ids = ss4o.AppendSpanID(p.ids, span.TraceID(), span.SpanID())
 				// The id is known first: encode straight into the batch.
@@ -458,29 +532,40 @@ func (e *osExporter) encodeSpanRange(p *part, td ptrace.Traces, from, to int) {
 					p.encodeFailed++
 					continue
 				}
-				p.refs = append(p.refs, ref{int32(ri), int32(si), int32(k)})
+				p.refs = append(p.refs, r)
+				if len(p.occ) > 0 {
+					p.hashes = append(p.hashes, [16]byte{})
+					p.occ = append(p.occ, -1)
+				}
 			}
 		})
 }
 
 // retrySet returns, in item order, the items to hand back for retry: those
 // still retryable and, for content ids, every earlier occurrence of the
-// same content, so that the resent call numbers its repeats exactly as this
-// one did and every record keeps its id (earlier occurrences already
-// stored come back 409 and count as duplicates; one refused permanently is
-// refused, logged and counted again: leaving it out would renumber the
-// later repeats onto ids already stored).
+// same content in the same resource, so that the resent call numbers its
+// repeats exactly as this one did and every record keeps its id (earlier
+// occurrences already stored come back 409 and count as duplicates; one
+// refused permanently is refused, logged and counted again: leaving it out
+// would renumber the later repeats onto ids already stored). The subset
+// keeps each resource's records together under one resource (see
+// subsetLogs), so numbering per resource gives them the same numbers.
 func (c *call) retrySet(dst []int32) []int32 {
 	dst = dst[:0]
-	var maxOcc map[[16]byte]int32
+	type key struct {
+		r int32
+		h [16]byte
+	}
+	var maxOcc map[key]int32
 	if len(c.occ) == len(c.refs) {
 		for it, cls := range c.class {
 			if cls == bulk.Retry && c.occ[it] > 0 {
 				if maxOcc == nil {
-					maxOcc = map[[16]byte]int32{}
+					maxOcc = map[key]int32{}
 				}
-				if c.occ[it] > maxOcc[c.hashes[it]] {
-					maxOcc[c.hashes[it]] = c.occ[it]
+				k := key{c.refs[it].r, c.hashes[it]}
+				if c.occ[it] > maxOcc[k] {
+					maxOcc[k] = c.occ[it]
 				}
 			}
 		}
@@ -491,7 +576,7 @@ func (c *call) retrySet(dst []int32) []int32 {
 			continue
 		}
 		if maxOcc != nil && c.occ[it] >= 0 {
-			if m, ok := maxOcc[c.hashes[it]]; ok && c.occ[it] < m {
+			if m, ok := maxOcc[key{c.refs[it].r, c.hashes[it]}]; ok && c.occ[it] < m {
 				dst = append(dst, int32(it))
 			}
 		}

@@ -3,6 +3,7 @@ package opensearchrouted
 import (
 	"bytes"
 	"fmt"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"runtime"
 	"testing"
 
@@ -28,12 +29,18 @@ func TestEncodeSharedMatchesSequential(t *testing.T) {
 			e.targets.init(cfg, signalLogs)
 
 			ld := makeLogs(0, 1500)
-			// Exact repeats: resources 4 and 5 (records 1000..1499) are copies
-			// of resource 0, so records 0..249 occur three times, the repeats
-			// in later shares than their first occurrences.
+			// Exact repeats: in resources 4 and 5, the last 125 records are
+			// copies of the first 125 of the same resource, in later shares
+			// than their first occurrences. Resource 3 is a copy of
+			// resource 0 (a client's resend merged by the batcher): its
+			// records are no repeats, they get resource 0's ids.
 			for r := 4; r < 6; r++ {
-				ld.ResourceLogs().At(0).CopyTo(ld.ResourceLogs().At(r))
+				lrs := ld.ResourceLogs().At(r).ScopeLogs().At(0).LogRecords()
+				for k := 0; k < 125; k++ {
+					lrs.At(k).CopyTo(lrs.At(125 + k))
+				}
 			}
+			ld.ResourceLogs().At(0).CopyTo(ld.ResourceLogs().At(3))
 			// Some records name their own id (document_id: attribute).
 			ld.ResourceLogs().At(2).ScopeLogs().At(0).LogRecords().At(7).Attributes().PutStr("doc.id", "mine")
 
@@ -54,6 +61,7 @@ func TestEncodeSharedMatchesSequential(t *testing.T) {
 				rl := ld.ResourceLogs().At(ri)
 				sl := rl.ScopeLogs().At(0)
 				enc.ResetLogs(rl, sl)
+				rep.Reset() // numbered within each resource
 				for li := 0; li < sl.LogRecords().Len(); li++ {
 					lr := sl.LogRecords().At(li)
 					doc := enc.AppendLog(nil, lr)
@@ -95,8 +103,8 @@ func TestEncodeSharedMatchesSequential(t *testing.T) {
 						repeated++
 					}
 				}
-				if repeated != 500 {
-					t.Fatalf("%d repeats numbered, want 500", repeated)
+				if repeated != 250 {
+					t.Fatalf("%d repeats numbered, want 250", repeated)
 				}
 			}
 		})
@@ -112,6 +120,13 @@ func TestEncodeSharedSpansAndLocations(t *testing.T) {
 	_, e := startRoutedEmulator(t, signalTraces, "spans")
 
 	td := makeSpans(0, 1500)
+	// A few spans without valid ids, in later chunks only: their content
+	// ids are per item, the other items' marked as none.
+	zero := map[int32]bool{700: true, 701: true, 1400: true}
+	for i := range zero {
+		sp := td.ResourceSpans().At(int(i) / 250).ScopeSpans().At(0).Spans().At(int(i) % 250)
+		sp.SetSpanID(pcommon.SpanID{})
+	}
 	if k := shares(td.SpanCount()); k < 2 {
 		t.Fatalf("shares = %d: the call is not shared", k)
 	}
@@ -133,6 +148,9 @@ func TestEncodeSharedSpansAndLocations(t *testing.T) {
 			t.Fatalf("item %d: located %v, Locate says %v %v", it, c.locs[it], node, reason)
 		}
 		nodes[node] = true
+		if len(c.occ) != 1500 || (c.occ[it] >= 0) != zero[it] || (zero[it] && len(id) != ss4o.ContentIDLen) {
+			t.Fatalf("item %d: %d occ, occ %d, id %q", it, len(c.occ), c.occ[it], id)
+		}
 	}
 	if len(nodes) != 3 {
 		t.Fatalf("items went to %d nodes", len(nodes))

@@ -194,9 +194,10 @@ type telemetry struct {
 	signal attribute.KeyValue
 	reg    metric.Registration
 
-	outcomes [numOutcomes]metric.AddOption
-	direct   metric.AddOption
-	unrouted [16]metric.AddOption // by routing.Reason
+	outcomes  [numOutcomes]metric.AddOption
+	fallbacks [numFallbacks]metric.AddOption
+	direct    metric.AddOption
+	unrouted  [16]metric.AddOption // by routing.Reason
 
 	mu    sync.Mutex
 	nodes map[string]*nodeAttrs // by node name
@@ -214,17 +215,21 @@ type docOutcome uint8
 const (
 	outIndexed docOutcome = iota
 	outDuplicate
+	outDeadLettered
 	outRetried
 	outFailed
 	numOutcomes
 )
 
-var outcomeNames = [numOutcomes]string{"indexed", "duplicate", "retried", "failed"}
+var outcomeNames = [numOutcomes]string{"indexed", "duplicate", "dead_lettered", "retried", "failed"}
 
 func newTelemetry(tb *metadata.TelemetryBuilder, sig signal) *telemetry {
 	t := &telemetry{tb: tb, signal: attribute.String("signal", sig.String()), nodes: map[string]*nodeAttrs{}}
 	for i := range t.outcomes {
 		t.outcomes[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", outcomeNames[i]), t.signal))
+	}
+	for i := range t.fallbacks {
+		t.fallbacks[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("fallback", fallbackNames[i]), t.signal))
 	}
 	t.direct = metric.WithAttributeSet(attribute.NewSet(attribute.String("path", "direct"), attribute.String("reason", routing.Routed.String())))
 	for _, r := range routing.Reasons() {
@@ -236,6 +241,12 @@ func newTelemetry(tb *metadata.TelemetryBuilder, sig signal) *telemetry {
 func (t *telemetry) documents(ctx context.Context, o docOutcome, n int) {
 	if n > 0 {
 		t.tb.OtelcolOpensearchroutedDocuments.Add(ctx, int64(n), t.outcomes[o])
+	}
+}
+
+func (t *telemetry) fallback(ctx context.Context, f fallback, n int) {
+	if n > 0 {
+		t.tb.OtelcolOpensearchroutedDocumentsFallback.Add(ctx, int64(n), t.fallbacks[f])
 	}
 }
 

@@ -305,15 +305,23 @@ func TestQueuedSubBulksSkipNodeThatDied(t *testing.T) {
 	}
 }
 
-func TestPermanentAndAuthErrors(t *testing.T) {
-	// A server that answers discovery with 403 and bulks with a mix of
-	// created, mapping errors and then 401.
-	var unauthorized bool
+// TestRefusedDocumentsReshapedOrDeadLettered: records the server refuses
+// for their shape are stored in the unmapped shape; refused in that shape
+// too, they go to the dead-letter index; with the dead-letter index off (or
+// refusing), they are counted failed and reported permanent, the error and
+// the log naming the cause but no document contents. A 401 is not
+// dead-lettered.
+func TestRefusedDocumentsReshapedOrDeadLettered(t *testing.T) {
+	var mu sync.Mutex
+	var unauthorized, refuseUnmapped, refuseDeadLetter bool
+	stored := map[string]string{} // index/_id → source
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasSuffix(r.URL.Path, "/_bulk") {
 			w.WriteHeader(403)
 			return
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		if unauthorized {
 			w.WriteHeader(401)
 			fmt.Fprint(w, `{"error":{"type":"security_exception","reason":"missing authentication credentials"},"status":401}`)
@@ -321,23 +329,91 @@ func TestPermanentAndAuthErrors(t *testing.T) {
 		}
 		var items []string
 		body, _ := io.ReadAll(r.Body)
-		lines := strings.Count(string(body), "\n") / 2
-		for i := 0; i < lines; i++ {
-			if i%3 == 0 {
-				items = append(items, `{"create":{"_index":"x","_id":"a","status":400,"error":{"type":"mapper_parsing_exception","reason":"failed to parse field [attributes.seq] of type [date] in document with id 'a'. Preview of field's value: 'secret'"}}}`)
-			} else {
-				items = append(items, `{"create":{"_index":"x","_id":"a","status":201}}`)
+		lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+		pathIndex := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/"), "/_bulk")
+		for i := 0; i+1 < len(lines); i += 2 {
+			var a map[string]map[string]string
+			_ = json.Unmarshal([]byte(lines[i]), &a)
+			index := a["create"]["_index"]
+			if index == "" {
+				index = pathIndex
 			}
+			src := lines[i+1]
+			dead := index == defaultDeadLetterLogs
+			refused := !dead && strings.Contains(src, "bad") && (!strings.Contains(src, `"unmapped"`) || refuseUnmapped)
+			if dead && refuseDeadLetter {
+				refused = true
+			}
+			if refused {
+				items = append(items, `{"create":{"_index":"x","status":400,"error":{"type":"mapper_parsing_exception","reason":"failed to parse field [attributes.seq] of type [date] in document with id 'a'. Preview of field's value: 'secret'","caused_by":{"type":"illegal_argument_exception","reason":"failed to parse date field [secret] with format [strict_date_optional_time||epoch_millis]"}}}}`)
+				continue
+			}
+			stored[index+"/"+a["create"]["_id"]] = src
+			items = append(items, `{"create":{"_index":"x","status":201}}`)
 		}
 		fmt.Fprintf(w, `{"took":1,"errors":true,"items":[%s]}`, strings.Join(items, ","))
 	}))
 	defer srv.Close()
+	logs := func() plog.Logs {
+		ld := makeLogs(0, 9)
+		lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+		for i := 0; i < 9; i += 3 {
+			lrs.At(i).Attributes().PutStr("secret.kind", "bad")
+		}
+		return ld
+	}
+	count := func(prefix, marker string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for k, src := range stored {
+			if strings.HasPrefix(k, prefix) && strings.Contains(src, marker) {
+				n++
+			}
+		}
+		return n
+	}
+
 	cfg := testConfig([]string{srv.URL})
 	cfg.LogsIndex = "x"
 	e, reader := startExporter(t, cfg, signalLogs)
-	err := e.pushLogs(context.Background(), makeLogs(0, 9))
+	if err := e.pushLogs(context.Background(), logs()); err != nil {
+		t.Fatalf("refused for their shape: %v", err)
+	}
+	if n := count("x/", `"unmapped":`); n != 3 {
+		t.Fatalf("%d stored in the unmapped shape, want 3", n)
+	}
+	if f := sumMetric(t, reader, "otelcol.opensearchrouted.documents.fallback", map[string]string{"fallback": "unmapped_shape"}); f != 3 {
+		t.Fatalf("unmapped_shape counted %d", f)
+	}
+
+	mu.Lock()
+	refuseUnmapped = true
+	clear(stored)
+	mu.Unlock()
+	if err := e.pushLogs(context.Background(), logs()); err != nil {
+		t.Fatalf("refused in both shapes: %v", err)
+	}
+	if n := count(defaultDeadLetterLogs+"/", `"document":`); n != 3 {
+		t.Fatalf("%d dead-lettered, want 3", n)
+	}
+	if n := count("x/", ""); n != 6 {
+		t.Fatalf("%d stored in x, want 6", n)
+	}
+	if f := sumMetric(t, reader, "otelcol.opensearchrouted.documents", map[string]string{"outcome": "dead_lettered"}); f != 3 {
+		t.Fatalf("dead_lettered counted %d", f)
+	}
+
+	mu.Lock()
+	refuseDeadLetter = true
+	mu.Unlock()
+	err := e.pushLogs(context.Background(), makeLogs(100, 3)) // distinct records, all good
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.pushLogs(context.Background(), logs())
 	if !consumererror.IsPermanent(err) || !strings.Contains(err.Error(), "3 log records dropped") || !strings.Contains(err.Error(), "mapper_parsing_exception: 3") {
-		t.Fatalf("mapping errors: %v", err)
+		t.Fatalf("dead-letter refused too: %v", err)
 	}
 	if strings.Contains(err.Error(), "secret") {
 		t.Fatal("document contents in the error")
@@ -345,10 +421,15 @@ func TestPermanentAndAuthErrors(t *testing.T) {
 	if f := sumMetric(t, reader, "otelcol.opensearchrouted.documents", map[string]string{"outcome": "failed"}); f != 3 {
 		t.Fatalf("failed counted %d", f)
 	}
+	mu.Lock()
 	unauthorized = true
+	mu.Unlock()
 	err = e.pushLogs(context.Background(), makeLogs(0, 4))
 	if !consumererror.IsPermanent(err) || !strings.Contains(err.Error(), "authentication failed") {
 		t.Fatalf("401: %v", err)
+	}
+	if f := sumMetric(t, reader, "otelcol.opensearchrouted.documents", map[string]string{"outcome": "dead_lettered"}); f != 3 {
+		t.Fatalf("dead_lettered counted %d after a 401", f)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/goleak"
 
 	"github.com/opensearchrouted/opensearchrouted/internal/routing"
@@ -152,25 +154,73 @@ func TestShutdownLeavesNoGoroutines(t *testing.T) {
 	}
 }
 
-// TestRepeatsRoutedEmulator pushes one call with exact repeats, large enough
-// to be encoded in shares: every record is stored (the repeats under their
-// own numbered ids) and every item, the re-identified repeats included,
-// goes straight to its primary's node.
+// TestRepeatsRoutedEmulator pushes one call with exact repeats within each
+// resource, large enough to be encoded in shares: every record is stored
+// (the repeats under their own numbered ids) and every item, the
+// re-identified repeats included, goes straight to its primary's node.
 func TestRepeatsRoutedEmulator(t *testing.T) {
 	sim, e := startRoutedEmulator(t, signalLogs, "repeats")
 	sim.ResetStats()
-	ld := makeLogs(0, 1500)
-	for r := 4; r < 6; r++ { // records 0..249 three times over
-		ld.ResourceLogs().At(0).CopyTo(ld.ResourceLogs().At(r))
+	ld := makeLogs(0, 1000)  // 4 resources of 250 records
+	for r := 0; r < 4; r++ { // each resource's first 100 records twice more
+		lrs := ld.ResourceLogs().At(r).ScopeLogs().At(0).LogRecords()
+		for k := 0; k < 200; k++ {
+			lrs.At(k % 100).CopyTo(lrs.AppendEmpty())
+		}
 	}
 	if err := e.pushLogs(context.Background(), ld); err != nil {
 		t.Fatal(err)
 	}
 	received, forwarded, _ := simTotals(sim)
-	if received != 1500 || forwarded != 0 {
-		t.Fatalf("%d items received, %d forwarded; want 1500, 0", received, forwarded)
+	if received != 1800 || forwarded != 0 {
+		t.Fatalf("%d items received, %d forwarded; want 1800, 0", received, forwarded)
 	}
-	if got := count(t, sim.Addr(0), "repeats"); got != 1501 {
-		t.Fatalf("stored %d, want 1501", got)
+	if got := count(t, sim.Addr(0), "repeats"); got != 1801 { // and startRoutedEmulator's probe
+		t.Fatalf("stored %d, want 1801", got)
 	}
+}
+
+// TestResendMergedIntoOneCall: a client that resends a request (its answer
+// lost) within the batcher's flush window gets both copies merged into one
+// call, the copy's resources appended after the original's. The copy must
+// get the original's ids (stored once, the copy counted as duplicates),
+// for logs in shares and alone, and for spans; a later resend answers 409
+// too, and so does an exporterhelper retry of a subset of the merged call.
+func TestResendMergedIntoOneCall(t *testing.T) {
+	for _, n := range []int{10, 1000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			sim, e := startRoutedEmulator(t, signalLogs, "resend")
+			req := makeLogs(0, n)
+			merged := plog.NewLogs()
+			req.ResourceLogs().CopyTo(merged.ResourceLogs())
+			req.ResourceLogs().MoveAndAppendTo(merged.ResourceLogs()) // as the batcher merges
+			if err := e.pushLogs(context.Background(), merged); err != nil {
+				t.Fatal(err)
+			}
+			if got := count(t, sim.Addr(0), "resend"); got != n+1 {
+				t.Fatalf("stored %d, want %d", got, n+1)
+			}
+			again := plog.NewLogs()
+			merged.ResourceLogs().At(0).CopyTo(again.ResourceLogs().AppendEmpty())
+			if err := e.pushLogs(context.Background(), again); err != nil {
+				t.Fatal(err)
+			}
+			if got := count(t, sim.Addr(0), "resend"); got != n+1 {
+				t.Fatalf("after a resend of one resource: stored %d, want %d", got, n+1)
+			}
+		})
+	}
+	t.Run("spans", func(t *testing.T) {
+		sim, e := startRoutedEmulator(t, signalTraces, "resend-spans")
+		req := makeSpans(0, 300)
+		merged := ptrace.NewTraces()
+		req.ResourceSpans().CopyTo(merged.ResourceSpans())
+		req.ResourceSpans().MoveAndAppendTo(merged.ResourceSpans())
+		if err := e.pushTraces(context.Background(), merged); err != nil {
+			t.Fatal(err)
+		}
+		if got := count(t, sim.Addr(0), "resend-spans"); got != 301 {
+			t.Fatalf("stored %d, want 301", got)
+		}
+	})
 }

@@ -315,6 +315,41 @@ func (b *Batch) SetID(i int32, id string) {
 	e.data, e.id = a[start:len(a):len(a)], id
 }
 
+// Source returns item i's source: its JSON document, without the action
+// line and the final newline. The slice aliases the arena: do not modify
+// it; it stays valid until Reset, also after Replace or SetID of item i.
+func (b *Batch) Source(i int32) []byte {
+	d := b.items[i].data
+	return d[bytes.IndexByte(d, '\n')+1 : len(d)-1]
+}
+
+// Replace rewrites item i as a create of src into index with id (none when
+// ""), at the end of b's arena, as Begin and Commit would write it (src is
+// copied, its raw newlines written as spaces). The item keeps its number.
+// An empty index or a src that is not a JSON object is refused with an
+// error and the item is left as it was. Not while a Send over b is in
+// progress.
+func (b *Batch) Replace(i int32, index, id string, src []byte) error {
+	b.Abort()
+	if index == "" {
+		return errors.New("bulk: Replace with an empty index name")
+	}
+	if !startsObject(src) {
+		return errors.New("bulk: Replace with a source that is not a JSON object")
+	}
+	e := &b.items[i]
+	start := len(b.arena)
+	a := b.appendAction(b.arena, index, id)
+	srcStart := len(a)
+	a = append(a, src...)
+	spaceNewlines(a[srcStart:])
+	a = append(a, '\n')
+	b.arena = a
+	b.total += len(a) - start - len(e.data)
+	e.data, e.index, e.id = a[start:len(a):len(a)], index, id
+	return nil
+}
+
 // Reset empties the Batch and keeps its capacity. Item numbers, slices from
 // Bytes and outcomes' item positions refer to nothing after Reset.
 func (b *Batch) Reset() {

@@ -401,3 +401,46 @@ func TestItemsViewWhileSourceGrows(t *testing.T) {
 		}
 	}
 }
+
+func TestBatchReplaceAndSource(t *testing.T) {
+	var b Batch
+	buf := b.Begin("logs", "a")
+	if _, err := b.Commit(append(buf, `{"x":1}`...)); err != nil {
+		t.Fatal(err)
+	}
+	buf = b.Begin("logs", "b")
+	if _, err := b.Commit(append(buf, `{"y":2}`...)); err != nil {
+		t.Fatal(err)
+	}
+	orig := b.Source(0)
+	if string(orig) != `{"x":1}` {
+		t.Fatalf("source %q", orig)
+	}
+	if err := b.Replace(0, "dlq", "z\"q", []byte("{\"doc\":\n\"s\"}")); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b.Bytes(0)); got != "{\"create\":{\"_index\":\"dlq\",\"_id\":\"z\\\"q\"}}\n{\"doc\": \"s\"}\n" {
+		t.Fatalf("replaced item %q", got)
+	}
+	if index, id, size := b.Item(0); index != "dlq" || id != "z\"q" || size != len(b.Bytes(0)) {
+		t.Fatalf("item %q %q %d", index, id, size)
+	}
+	if string(orig) != `{"x":1}` || string(b.Source(1)) != `{"y":2}` {
+		t.Fatalf("old source %q, neighbour %q", orig, b.Source(1))
+	}
+	if b.Size() != len(b.Bytes(0))+len(b.Bytes(1)) {
+		t.Fatalf("size %d", b.Size())
+	}
+	if err := b.Replace(1, "", "", []byte(`{}`)); err == nil {
+		t.Fatal("empty index accepted")
+	}
+	if err := b.Replace(1, "x", "", []byte(`[1]`)); err == nil {
+		t.Fatal("non-object source accepted")
+	}
+	if string(b.Source(1)) != `{"y":2}` {
+		t.Fatalf("refused Replace changed the item: %q", b.Source(1))
+	}
+	if b.Replace(1, "x", "", []byte(`{"k":1}`)) != nil || string(b.Bytes(1)) != "{\"create\":{\"_index\":\"x\"}}\n{\"k\":1}\n" {
+		t.Fatalf("no-id replace %q", b.Bytes(1))
+	}
+}

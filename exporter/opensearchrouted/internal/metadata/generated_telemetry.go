@@ -18,6 +18,9 @@ type TelemetryBuilder struct {
 
 	// OtelcolOpensearchroutedDocuments counts documents by final outcome.
 	OtelcolOpensearchroutedDocuments metric.Int64Counter
+	// OtelcolOpensearchroutedDocumentsFallback counts records written
+	// otherwise than usual.
+	OtelcolOpensearchroutedDocumentsFallback metric.Int64Counter
 	// OtelcolOpensearchroutedDocumentsRouted counts documents by path.
 	OtelcolOpensearchroutedDocumentsRouted metric.Int64Counter
 	// OtelcolOpensearchroutedBulkRequests counts sub-bulk requests.
@@ -42,7 +45,13 @@ func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilde
 	var err, errs error
 	b.OtelcolOpensearchroutedDocuments, err = b.meter.Int64Counter(
 		"otelcol.opensearchrouted.documents",
-		metric.WithDescription("Documents by final outcome of an export call: indexed, duplicate (already stored by an earlier attempt), retried (handed back to the collector for retry), failed (permanent)."),
+		metric.WithDescription("Documents by final outcome of an export call: indexed, duplicate (already stored by an earlier attempt), dead_lettered (refused by the server, written to the dead-letter index), retried (handed back to the collector for retry), failed (permanent: neither stored nor dead-lettered)."),
+		metric.WithUnit("{document}"),
+	)
+	errs = errors.Join(errs, err)
+	b.OtelcolOpensearchroutedDocumentsFallback, err = b.meter.Int64Counter(
+		"otelcol.opensearchrouted.documents.fallback",
+		metric.WithDescription("Records written otherwise than usual, by why: a content id instead of an invalid one, or the unmapped shape after a refusal for the document's shape."),
 		metric.WithUnit("{document}"),
 	)
 	errs = errors.Join(errs, err)

@@ -126,6 +126,7 @@ func TestTelemetryMatchesYAML(t *testing.T) {
 	ctx := context.Background()
 	attrs := metric.WithAttributes()
 	tb.OtelcolOpensearchroutedDocuments.Add(ctx, 1, attrs)
+	tb.OtelcolOpensearchroutedDocumentsFallback.Add(ctx, 1, attrs)
 	tb.OtelcolOpensearchroutedDocumentsRouted.Add(ctx, 1, attrs)
 	tb.OtelcolOpensearchroutedBulkRequests.Add(ctx, 1, attrs)
 	tb.OtelcolOpensearchroutedBulkRequestDuration.Record(ctx, 0.003, attrs)
