@@ -73,7 +73,11 @@ func (e *osExporter) start(ctx context.Context, host component.Host) error {
 	e.shared = sh
 	e.router, e.client, e.http = sh.router, sh.client, sh.http
 	if e.cfg.InstallTemplates {
-		if err := installTemplates(ctx, e.http, e.cfg.seeds(), e.signal); err != nil {
+		deadLetter := ""
+		if e.cfg.DeadLetter.Enabled {
+			deadLetter = e.deadLetterIndex()
+		}
+		if err := installTemplates(ctx, e.http, e.cfg.seeds(), e.signal, deadLetter); err != nil {
 			releaseShared(e.cfg)
 			e.shared = nil
 			return err

@@ -312,56 +312,13 @@ func TestQueuedSubBulksSkipNodeThatDied(t *testing.T) {
 // the log naming the cause but no document contents. A 401 is not
 // dead-lettered.
 func TestRefusedDocumentsReshapedOrDeadLettered(t *testing.T) {
-	var mu sync.Mutex
-	var unauthorized, refuseUnmapped, refuseDeadLetter bool
-	stored := map[string]string{} // index/_id → source
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "/_bulk") {
-			w.WriteHeader(403)
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if unauthorized {
-			w.WriteHeader(401)
-			fmt.Fprint(w, `{"error":{"type":"security_exception","reason":"missing authentication credentials"},"status":401}`)
-			return
-		}
-		var items []string
-		body, _ := io.ReadAll(r.Body)
-		lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
-		pathIndex := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/"), "/_bulk")
-		for i := 0; i+1 < len(lines); i += 2 {
-			var a map[string]map[string]string
-			_ = json.Unmarshal([]byte(lines[i]), &a)
-			index := a["create"]["_index"]
-			if index == "" {
-				index = pathIndex
-			}
-			src := lines[i+1]
-			dead := index == defaultDeadLetterLogs
-			refused := !dead && strings.Contains(src, "bad") && (!strings.Contains(src, `"unmapped"`) || refuseUnmapped)
-			if dead && refuseDeadLetter {
-				refused = true
-			}
-			if refused {
-				items = append(items, `{"create":{"_index":"x","status":400,"error":{"type":"mapper_parsing_exception","reason":"failed to parse field [attributes.seq] of type [date] in document with id 'a'. Preview of field's value: 'secret'","caused_by":{"type":"illegal_argument_exception","reason":"failed to parse date field [secret] with format [strict_date_optional_time||epoch_millis]"}}}}`)
-				continue
-			}
-			stored[index+"/"+a["create"]["_id"]] = src
-			items = append(items, `{"create":{"_index":"x","status":201}}`)
-		}
-		fmt.Fprintf(w, `{"took":1,"errors":true,"items":[%s]}`, strings.Join(items, ","))
-	}))
+	fs := &shapeServer{stored: map[string]string{}}
+	srv := httptest.NewServer(fs)
 	defer srv.Close()
-	logs := func() plog.Logs {
-		ld := makeLogs(0, 9)
-		lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
-		for i := 0; i < 9; i += 3 {
-			lrs.At(i).Attributes().PutStr("secret.kind", "bad")
-		}
-		return ld
-	}
+	mu := &fs.mu
+	stored := fs.stored
+	unauthorized, refuseUnmapped, refuseDeadLetter := &fs.unauthorized, &fs.refuseUnmapped, &fs.refuseDeadLetter
+	logs := func() plog.Logs { return badLogs(0, 9) }
 	count := func(prefix, marker string) int {
 		mu.Lock()
 		defer mu.Unlock()
@@ -388,7 +345,7 @@ func TestRefusedDocumentsReshapedOrDeadLettered(t *testing.T) {
 	}
 
 	mu.Lock()
-	refuseUnmapped = true
+	*refuseUnmapped = true
 	clear(stored)
 	mu.Unlock()
 	if err := e.pushLogs(context.Background(), logs()); err != nil {
@@ -405,7 +362,7 @@ func TestRefusedDocumentsReshapedOrDeadLettered(t *testing.T) {
 	}
 
 	mu.Lock()
-	refuseDeadLetter = true
+	*refuseDeadLetter = true
 	mu.Unlock()
 	err := e.pushLogs(context.Background(), makeLogs(100, 3)) // distinct records, all good
 	if err != nil {
@@ -422,7 +379,7 @@ func TestRefusedDocumentsReshapedOrDeadLettered(t *testing.T) {
 		t.Fatalf("failed counted %d", f)
 	}
 	mu.Lock()
-	unauthorized = true
+	*unauthorized = true
 	mu.Unlock()
 	err = e.pushLogs(context.Background(), makeLogs(0, 4))
 	if !consumererror.IsPermanent(err) || !strings.Contains(err.Error(), "authentication failed") {
@@ -606,13 +563,18 @@ func TestInstallTemplatesURL(t *testing.T) {
 		srv.URL + "/search?x=1": "PUT /search/_index_template/ss4o_logs?",
 	} {
 		got = nil
-		if err := installTemplates(context.Background(), srv.Client(), []string{seed}, signalLogs); err != nil || len(got) != 1 || got[0] != want {
+		if err := installTemplates(context.Background(), srv.Client(), []string{seed}, signalLogs, ""); err != nil || len(got) != 1 || got[0] != want {
 			t.Errorf("%s: %v %v, want %s", seed, got, err, want)
 		}
 	}
+	got = nil
+	if err := installTemplates(context.Background(), srv.Client(), []string{srv.URL}, signalTraces, "dlq"); err != nil ||
+		fmt.Sprint(got) != "[PUT /_index_template/ss4o_traces? PUT /_index_template/opensearchrouted_deadletter_traces?]" {
+		t.Errorf("with a dead-letter index: %v %v", got, err)
+	}
 }
 
-// TestTemplateBodies: both bodies are JSON, with three dynamic templates
+// TestTemplateBodies: both bodies (and the dead-letter one) are JSON, with three dynamic templates
 // (strings, integers, doubles) per attribute object and date detection off.
 func TestTemplateBodies(t *testing.T) {
 	for _, tc := range []struct {
@@ -622,6 +584,9 @@ func TestTemplateBodies(t *testing.T) {
 		{logsTemplate, []string{"attributes", "resource", "instrumentationScope.attributes"}},
 		{tracesTemplate, []string{"attributes", "resource", "instrumentationScope.attributes", "events.attributes", "links.attributes"}},
 	} {
+		if !json.Valid([]byte(deadLetterTemplate("x"))) {
+			t.Fatal(deadLetterTemplate("x"))
+		}
 		var v struct {
 			Template struct {
 				Mappings struct {
@@ -647,6 +612,9 @@ func TestTemplateBodies(t *testing.T) {
 		}
 		if len(per) != len(tc.objects) {
 			t.Errorf("dynamic templates for %v, want %v", per, tc.objects)
+		}
+		if !strings.Contains(tc.body, `"unmapped": {"type": "text"}`) {
+			t.Error("the unmapped shape's string is not mapped as text")
 		}
 		for _, o := range tc.objects {
 			if per[o+".*"] != 3 {

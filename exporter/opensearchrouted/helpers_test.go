@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -265,3 +266,69 @@ type attributeKV = attribute.KeyValue
 func exportertestSettings() exporter.Settings { return exportertest.NewNopSettings(metadata.Type) }
 
 func nopHost() component.Host { return componenttest.NewNopHost() }
+
+// shapeServer is a one-node _bulk endpoint that stores what it is sent
+// (by index and _id) and refuses, with a mapper_parsing_exception whose
+// reason quotes "secret", every document marked "bad" as written; in the
+// unmapped shape only when refuseUnmapped; and every dead-letter document
+// when refuseDeadLetter. With unauthorized it answers 401 to everything.
+// Discovery is refused: the exporter writes unrouted.
+type shapeServer struct {
+	mu                                             sync.Mutex
+	unauthorized, refuseUnmapped, refuseDeadLetter bool
+	stored                                         map[string]string // index/_id → source
+}
+
+func (fs *shapeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasSuffix(r.URL.Path, "/_bulk") {
+		w.WriteHeader(403)
+		return
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.unauthorized {
+		w.WriteHeader(401)
+		fmt.Fprint(w, `{"error":{"type":"security_exception","reason":"missing authentication credentials"},"status":401}`)
+		return
+	}
+	var items []string
+	body, _ := io.ReadAll(r.Body)
+	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	pathIndex := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/"), "/_bulk")
+	for i := 0; i+1 < len(lines); i += 2 {
+		var a map[string]map[string]string
+		_ = json.Unmarshal([]byte(lines[i]), &a)
+		index := a["create"]["_index"]
+		if index == "" {
+			index = pathIndex
+		}
+		src := lines[i+1]
+		dead := strings.HasPrefix(index, "opensearchrouted-deadletter-")
+		refused := !dead && strings.Contains(src, "bad") && (!strings.Contains(src, `"unmapped"`) || fs.refuseUnmapped)
+		if dead && fs.refuseDeadLetter {
+			refused = true
+		}
+		key := index + "/" + a["create"]["_id"]
+		switch _, ok := fs.stored[key]; {
+		case refused:
+			items = append(items, `{"create":{"_index":"x","status":400,"error":{"type":"mapper_parsing_exception","reason":"failed to parse field [attributes.seq] of type [date] in document with id 'a'. Preview of field's value: 'secret'","caused_by":{"type":"illegal_argument_exception","reason":"failed to parse date field [secret] with format [strict_date_optional_time||epoch_millis]"}}}}`)
+		case ok:
+			items = append(items, `{"create":{"_index":"x","status":409,"error":{"type":"version_conflict_engine_exception","reason":"exists"}}}`)
+		default:
+			fs.stored[key] = src
+			items = append(items, `{"create":{"_index":"x","status":201}}`)
+		}
+	}
+	fmt.Fprintf(w, `{"took":1,"errors":true,"items":[%s]}`, strings.Join(items, ","))
+}
+
+// badLogs is makeLogs(from, n) with every third record marked "bad" for
+// shapeServer.
+func badLogs(from, n int) plog.Logs {
+	ld := makeLogs(from, n)
+	lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+	for i := 0; i < lrs.Len(); i += 3 {
+		lrs.At(i).Attributes().PutStr("secret.kind", "bad")
+	}
+	return ld
+}

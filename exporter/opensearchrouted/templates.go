@@ -67,6 +67,7 @@ var (
         "bodyType": {"type": "keyword"},
         "droppedAttributesCount": {"type": "long"},
         "schemaUrl": {"type": "keyword"},
+        "unmapped": {"type": "text"},
         "instrumentationScope": {"properties": {"name": {"type": "keyword"}, "version": {"type": "keyword"}, "schemaUrl": {"type": "keyword"}}}`,
 		keywordValues("attributes"), keywordValues("resource"), textValues("instrumentationScope.attributes"))
 
@@ -84,10 +85,42 @@ var (
         "events": {"properties": {"@timestamp": {"type": "date"}, "name": {"type": "keyword", "ignore_above": 8191}, "droppedAttributesCount": {"type": "long"}}},
         "links": {"properties": {"traceId": {"type": "keyword"}, "spanId": {"type": "keyword"}, "traceState": {"type": "keyword", "ignore_above": 8191}, "flags": {"type": "long"}, "droppedAttributesCount": {"type": "long"}}},
         "schemaUrl": {"type": "keyword"},
+        "unmapped": {"type": "text"},
         "instrumentationScope": {"properties": {"name": {"type": "keyword"}, "version": {"type": "keyword"}, "schemaUrl": {"type": "keyword"}}}`,
 		keywordValues("attributes"), keywordValues("resource"), textValues("instrumentationScope.attributes"),
 		textValues("events.attributes"), textValues("links.attributes"))
 )
+
+// deadLetterTemplate makes the dead-letter index name a data stream whose
+// documents are never refused: nothing but the listed fields is mapped
+// (dynamic: false keeps the rest in _source, unindexed), and the refused
+// document itself is one unindexed string. The reason is searchable by
+// word; index, error.type and shape find and count the refusals.
+func deadLetterTemplate(name string) string {
+	return fmt.Sprintf(`{
+  "index_patterns": [%q],
+  "data_stream": {},
+  "priority": 200,
+  "template": {
+    "mappings": {
+      "dynamic": false,
+      "properties": {
+        "@timestamp": {"type": "date_nanos"},
+        "signal": {"type": "keyword"},
+        "index": {"type": "keyword"},
+        "id": {"type": "keyword"},
+        "status": {"type": "integer"},
+        "shape": {"type": "keyword"},
+        "error": {"properties": {
+          "type": {"type": "keyword"},
+          "reason": {"type": "text"},
+          "caused_by": {"properties": {"type": {"type": "keyword"}, "reason": {"type": "text"}}}
+        }}
+      }
+    }
+  }
+}`, name)
+}
 
 // indexTemplate is the body of a composable index template making pattern
 // data streams: properties (JSON object members) and the dynamic templates
@@ -134,11 +167,19 @@ func attributeValues(obj, strs string) string {
 // installTemplates PUTs the signal's index template (idempotent: a PUT
 // replaces it with the same content). A refusal is an error naming the
 // privilege needed.
-func installTemplates(ctx context.Context, c *http.Client, seeds []string, sig signal) error {
+// With the dead-letter index on, its template too.
+func installTemplates(ctx context.Context, c *http.Client, seeds []string, sig signal, deadLetter string) error {
+	name, body := "ss4o_logs", logsTemplate
 	if sig == signalTraces {
-		return putTemplate(ctx, c, seeds, "ss4o_traces", tracesTemplate)
+		name, body = "ss4o_traces", tracesTemplate
 	}
-	return putTemplate(ctx, c, seeds, "ss4o_logs", logsTemplate)
+	if err := putTemplate(ctx, c, seeds, name, body); err != nil {
+		return err
+	}
+	if deadLetter == "" {
+		return nil
+	}
+	return putTemplate(ctx, c, seeds, "opensearchrouted_deadletter_"+sig.String(), deadLetterTemplate(deadLetter))
 }
 
 // putTemplate PUTs body as the index template name through the first seed
