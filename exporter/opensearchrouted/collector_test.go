@@ -8,8 +8,8 @@ import (
 
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configoptional"
-	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.opentelemetry.io/collector/exporter/exportertest"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/opensearchrouted/opensearchrouted/exporter/opensearchrouted/internal/metadata"
