@@ -377,18 +377,82 @@ func TestRealCluster(t *testing.T) {
 			f(rl.Resource().Attributes())
 			lr := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
 			lr.SetTimestamp(pcommon.Timestamp(1_700_000_000_000_000_000 + int64(i)))
-			err := e.pushLogs(context.Background(), ld)
-			switch {
-			case i == 0:
-				if err != nil {
-					t.Fatalf("record %d: %v", i, err)
-				}
-			case err == nil || !consumererror.IsPermanent(err) || !strings.Contains(err.Error(), "mapper_parsing_exception"):
-				t.Fatalf("record %d: %v; want a permanent mapper_parsing_exception", i, err)
+			lr.Attributes().PutInt("seq", int64(i))
+			if err := e.pushLogs(context.Background(), ld); err != nil {
+				t.Fatalf("record %d: %v", i, err)
 			}
 		}
-		if got := count(t, base, "ss4o_logs-prefixes-namespace"); got != 1 {
-			t.Fatalf("stored %d, want 1", got)
+		bySeq, unmapped, _ := seqsStored(t, base, "ss4o_logs-prefixes-namespace")
+		checkOnce(t, bySeq, 0, 2)
+		if unmapped != 1 {
+			t.Fatalf("%d in the unmapped shape, want 1 (the second record)", unmapped)
+		}
+	})
+
+	t.Run("hostile records stored once", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, dataset, index string
+			sig                  signal
+			attributeIDs         bool
+		}{
+			{"logs", "hostile", "ss4o_logs-hostile-namespace", signalLogs, false},
+			{"logs with attribute ids", "hostileids", "ss4o_logs-hostileids-namespace", signalLogs, true},
+			{"spans", "hostile", "ss4o_traces-hostile-namespace", signalTraces, false},
+			{"logs without templates", "", "hostile-plain", signalLogs, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				cfg := testConfig(c.Addrs())
+				if tc.dataset != "" {
+					cfg.InstallTemplates = true
+					cfg.Dataset = tc.dataset
+				} else {
+					cfg.LogsIndex = tc.index
+				}
+				if tc.attributeIDs {
+					cfg.DocumentID, cfg.DocumentIDAttribute = DocumentIDAttribute, "record.id"
+				}
+				e, reader := startExporter(t, cfg, tc.sig)
+				unmapped, deadLetters := pushHostile(t, e, base, tc.index, tc.sig)
+				if f := sumMetric(t, reader, "otelcol.opensearchrouted.documents", map[string]string{"outcome": "failed"}); f != 0 {
+					t.Fatalf("%d counted failed", f)
+				}
+				t.Logf("%d in the unmapped shape, %d dead-lettered", unmapped, deadLetters)
+				if unmapped < 6 || deadLetters != 0 {
+					t.Fatalf("%d in the unmapped shape (want the 5,000 keys, the 25-deep maps, and one of each conflicting pair), %d dead-lettered (want 0)", unmapped, deadLetters)
+				}
+			})
+		}
+	})
+
+	t.Run("refused in both shapes: dead-lettered", func(t *testing.T) {
+		// An index that maps nothing new (dynamic: strict) refuses the
+		// unmapped shape too.
+		body := `{"settings":{"index":{"number_of_shards":3,"number_of_replicas":0}},"mappings":{"dynamic":"strict","properties":{"@timestamp":{"type":"date_nanos"}}}}`
+		if code := httpJSON(t, "PUT", base+"/strict", body, nil); code != 200 {
+			t.Fatalf("create: HTTP %d", code)
+		}
+		cfg := testConfig(c.Addrs())
+		cfg.LogsIndex = "strict"
+		cfg.DeadLetter.LogsIndex = "strict-deadletter"
+		e, reader := startExporter(t, cfg, signalLogs)
+		_, deadLetters := pushHostile(t, e, base, "strict", signalLogs)
+		if n := hostileNormal + len(hostileRecords); deadLetters != n {
+			t.Fatalf("%d dead-lettered, want all %d", deadLetters, n)
+		}
+		if d := sumMetric(t, reader, "otelcol.opensearchrouted.documents", map[string]string{"outcome": "dead_lettered"}); d != int64(2*deadLetters) {
+			t.Fatalf("dead_lettered counted %d, want %d (two pushes)", d, 2*deadLetters)
+		}
+		var res struct {
+			Hits struct {
+				Total struct {
+					Value int `json:"value"`
+				} `json:"total"`
+			} `json:"hits"`
+		}
+		q := `{"query":{"bool":{"filter":[{"term":{"index":"strict"}},{"term":{"error.type":"strict_dynamic_mapping_exception"}}]}}}`
+		httpJSON(t, "POST", base+"/strict-deadletter/_search?track_total_hits=true", q, &res)
+		if res.Hits.Total.Value != deadLetters {
+			t.Fatalf("%d dead-letter documents found by index and error.type, want %d", res.Hits.Total.Value, deadLetters)
 		}
 	})
 
@@ -431,7 +495,7 @@ func TestRealCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("mapping conflicts are permanent", func(t *testing.T) {
+	t.Run("mapping conflicts stored in the unmapped shape", func(t *testing.T) {
 		body := `{"settings":{"index":{"number_of_shards":3,"number_of_replicas":0}},"mappings":{"properties":{"attributes":{"properties":{"code":{"type":"long"}}}}}}`
 		if code := httpJSON(t, "PUT", base+"/perm", body, nil); code != 200 {
 			t.Fatalf("create: HTTP %d", code)
@@ -450,15 +514,16 @@ func TestRealCluster(t *testing.T) {
 				}
 			}
 		}
-		err := e.pushLogs(context.Background(), ld)
-		if !consumererror.IsPermanent(err) || !strings.Contains(err.Error(), "mapper_parsing_exception") {
-			t.Fatalf("want a permanent error naming mapper_parsing_exception, got %v", err)
+		if err := e.pushLogs(context.Background(), ld); err != nil {
+			t.Fatal(err)
 		}
-		if got := count(t, base, "perm"); got != 300-bad {
-			t.Fatalf("stored %d, want the %d valid ones", got, 300-bad)
+		bySeq, unmapped, _ := seqsStored(t, base, "perm")
+		checkOnce(t, bySeq, 0, 300)
+		if unmapped != bad {
+			t.Fatalf("%d in the unmapped shape, want %d", unmapped, bad)
 		}
-		if f := sumMetric(t, reader, "otelcol.opensearchrouted.documents", map[string]string{"outcome": "failed"}); f != int64(bad) {
-			t.Fatalf("failed counted %d, want %d", f, bad)
+		if f := sumMetric(t, reader, "otelcol.opensearchrouted.documents.fallback", map[string]string{"fallback": "unmapped_shape"}); f != int64(bad) {
+			t.Fatalf("unmapped_shape counted %d, want %d", f, bad)
 		}
 	})
 
