@@ -49,7 +49,9 @@ var hostileRecords = []hostileRecord{
 		a.PutStr("bad\xffkey", "v\xfe\xfdalue")
 		b.SetStr("body \xc3\x28 invalid")
 	},
-	func(a pcommon.Map, b pcommon.Value, k int) { a.PutStr("huge", strings.Repeat("0123456789abcdef", 1<<16)) }, // 1 MiB value
+	func(a pcommon.Map, b pcommon.Value, k int) {
+		a.PutStr("huge", strings.Repeat("0123456789abcdef", 1<<16))
+	}, // 1 MiB value
 	func(a pcommon.Map, b pcommon.Value, k int) { // 5,000 distinct keys
 		for i := 0; i < 5000; i++ {
 			a.PutInt(fmt.Sprintf("key.%04d", i), int64(i))
@@ -72,8 +74,8 @@ var hostileRecords = []hostileRecord{
 		a.PutDouble("ninf", math.Inf(-1))
 	},
 	func(a pcommon.Map, b pcommon.Value, k int) { b.SetEmptyBytes().FromRaw([]byte{0, 1, 2, 0xff, 0xfe}) }, // a bytes body
-	func(a pcommon.Map, b pcommon.Value, k int) { a.PutStr("record.id", strings.Repeat("i", 600)) },       // an id over 512 bytes
-	func(a pcommon.Map, b pcommon.Value, k int) {},                                                        // an empty record
+	func(a pcommon.Map, b pcommon.Value, k int) { a.PutStr("record.id", strings.Repeat("i", 600)) },        // an id over 512 bytes
+	func(a pcommon.Map, b pcommon.Value, k int) {},                                                         // an empty record
 }
 
 // hostileLogs is the logs corpus: normal records with the hostile ones
