@@ -8,8 +8,9 @@ import (
 // Outcome is the server's verdict on one item.
 //
 // Its strings are ordinary Go strings that never alias a response buffer:
-// Index and ErrorType are interned (the same few names come back again and
-// again), ErrorReason is its own copy. They stay valid forever.
+// Index, ErrorType and CauseType are interned (the same few names come back
+// again and again), ErrorReason and CauseReason are their own copies. They
+// stay valid forever.
 type Outcome struct {
 	// Status is the item's HTTP-style status (201 created, 409, 429, 400, ...).
 	// 0 means no per-item answer: the whole request failed before the server
@@ -25,6 +26,13 @@ type Outcome struct {
 	// ErrorReason is the server's error.reason. It may quote a field's value
 	// (document contents): log SafeReason(o.ErrorReason), never this.
 	ErrorReason string
+	// CauseType and CauseReason are the type and reason of the error's
+	// first-level "caused_by" ("" when there is none), where the server
+	// often says why: "The depth of the field has exceeded the allowed
+	// limit of [20]..." under "failed to parse". CauseReason may quote
+	// document contents too: log SafeReason(o.CauseReason).
+	CauseType   string
+	CauseReason string
 }
 
 // ErrorType values of outcomes that the server did not write (Status 0, or
