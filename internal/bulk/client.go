@@ -1,6 +1,7 @@
 package bulk
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -16,10 +17,10 @@ import (
 	"time"
 )
 
-// filterPath keeps only what Send reads: the errors flag and, per item, the
-// index, status and error type and reason; and a whole-request error's type
-// and reason.
-const filterPath = "errors,items.*._index,items.*.status,items.*.error.type,items.*.error.reason,error.type,error.reason"
+// filterPath keeps only what Send reads: the errors flag; per item the
+// index, the status, the error's type and reason and its first caused_by's
+// type and reason; a whole-request error's type and reason.
+const filterPath = "errors,items.*._index,items.*.status,items.*.error.type,items.*.error.reason,items.*.error.caused_by.type,items.*.error.caused_by.reason,error.type,error.reason"
 
 // DefaultMaxResponseBytes bounds a response body when Client.MaxResponseBytes
 // is 0.
@@ -108,6 +109,14 @@ const (
 	// KindCanceled: the caller's context ended. The items may have been
 	// written; retry them later.
 	KindCanceled
+	// KindBlocked: a cluster-wide block refused the whole request: any 4xx
+	// with cluster_block_exception. 2.19.6 and 3.9.0 answer 403 "blocked
+	// by: [FORBIDDEN/6/cluster read-only (api)];" for cluster.blocks.read_only
+	// and "[FORBIDDEN/13/cluster read-only / allow delete (api)]" for
+	// cluster.blocks.read_only_allow_delete. A temporary state: retry all
+	// items after a backoff (the items carry the status and type, which
+	// Classify takes as Retry).
+	KindBlocked
 )
 
 func (k Kind) String() string {
@@ -128,6 +137,8 @@ func (k Kind) String() string {
 		return "rejected"
 	case KindCanceled:
 		return "canceled"
+	case KindBlocked:
+		return "blocked"
 	}
 	return "unknown"
 }
@@ -195,6 +206,21 @@ func IsNodeDown(err error) bool {
 	var re *RequestError
 	return errors.As(err, &re) && (re.Kind == KindNodeDown || re.Kind == KindTLS)
 }
+
+// IsValidationFailure reports whether err is a whole-request 400
+// action_request_validation_exception: the server checked every item before
+// running any and refused the request for one or more of them (on 2.19.6
+// and 3.9.0, an _id over 512 bytes: "Validation Failed: 1: id [...] is too
+// long, must be no longer than 512 bytes but was: 600;", one numbered entry
+// per bad item). Nothing of the request was written, the good items
+// included: sending the items in parts isolates the bad ones.
+func IsValidationFailure(err error) bool {
+	var re *RequestError
+	return errors.As(err, &re) && re.Status == http.StatusBadRequest && re.Type == errValidation
+}
+
+// errValidation is the type of a whole-request validation failure.
+const errValidation = "action_request_validation_exception"
 
 // IsRetryable reports whether err is a whole-request failure after which the
 // items may be sent again.
@@ -374,6 +400,8 @@ func (c *Client) once(ctx context.Context, tg *target, b *Batch, items []int32, 
 		typ, reason := readErrorBody(resp.Body)
 		e := &RequestError{Node: node, Status: code, Type: typ, Reason: SafeReason(reason)}
 		switch {
+		case typ == errClusterBlock && code >= 400 && code < 500:
+			e.Kind = KindBlocked
 		case code == http.StatusTooManyRequests:
 			e.Kind = KindThrottled
 		case code >= 500 || code == http.StatusRequestTimeout:
@@ -566,28 +594,128 @@ func readBody(r io.Reader, contentLength, limit int64, buf []byte) ([]byte, erro
 }
 
 // readErrorBody reads the error type and reason from a non-2xx response:
-// {"error":{"type":..,"reason":..},"status":N} or {"error":"text"}. Not the
-// hot path: encoding/json is fine here.
+// {"error":{"root_cause":[{"type":..,"reason":..}],"type":..,"reason":..},"status":N}
+// or {"error":"text"}. The body is read up to maxErrorBody; one cut short
+// (a validation failure quotes every bad id, twice) still gives what came
+// before the cut, the first root cause standing in for what is missing.
+// Not the hot path: encoding/json is fine here.
 func readErrorBody(r io.Reader) (typ, reason string) {
 	data, _ := io.ReadAll(io.LimitReader(r, maxErrorBody))
-	var v struct {
-		Error json.RawMessage `json:"error"`
+	d := json.NewDecoder(bytes.NewReader(data))
+	tok := func() json.Token {
+		t, err := d.Token()
+		if err != nil {
+			return nil
+		}
+		return t
 	}
-	if json.Unmarshal(data, &v) != nil || len(v.Error) == 0 {
+	if tok() != json.Delim('{') {
 		return "", ""
 	}
-	var e struct {
-		Type   string `json:"type"`
-		Reason string `json:"reason"`
+	var rootType, rootReason string
+	for {
+		k, ok := tok().(string)
+		if !ok {
+			break
+		}
+		if k != "error" {
+			if skipValue(d) != nil {
+				break
+			}
+			continue
+		}
+		switch t := tok().(type) {
+		case string:
+			return "", t
+		case json.Delim:
+			if t != '{' {
+				return "", ""
+			}
+		default:
+			return "", ""
+		}
+		for {
+			ek, ok := tok().(string)
+			if !ok {
+				break
+			}
+			switch ek {
+			case "type", "reason":
+				v, ok := tok().(string)
+				if !ok {
+					return firstOf(typ, rootType), firstOf(reason, rootReason)
+				}
+				if ek == "type" {
+					typ = v
+				} else {
+					reason = v
+				}
+			case "root_cause":
+				rootType, rootReason = readRootCause(d)
+			default:
+				if skipValue(d) != nil {
+					return firstOf(typ, rootType), firstOf(reason, rootReason)
+				}
+			}
+		}
+		break
 	}
-	if json.Unmarshal(v.Error, &e) == nil {
-		return e.Type, e.Reason
+	return firstOf(typ, rootType), firstOf(reason, rootReason)
+}
+
+// readRootCause reads the type and reason of the first element of a
+// root_cause array, as far as the body goes.
+func readRootCause(d *json.Decoder) (typ, reason string) {
+	if t, err := d.Token(); err != nil || t != json.Delim('[') {
+		return "", ""
 	}
-	var s string
-	if json.Unmarshal(v.Error, &s) == nil {
-		return "", s
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return "", ""
 	}
-	return "", ""
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return typ, reason
+		}
+		switch k {
+		case "type", "reason":
+			t, err := d.Token()
+			v, ok := t.(string)
+			if err != nil || !ok {
+				return typ, reason
+			}
+			if k == "type" {
+				typ = v
+			} else {
+				reason = v
+			}
+		default:
+			if skipValue(d) != nil {
+				return typ, reason
+			}
+		}
+	}
+	d.Token() // '}'
+	for d.More() {
+		if skipValue(d) != nil {
+			return typ, reason
+		}
+	}
+	d.Token() // ']'
+	return typ, reason
+}
+
+// skipValue reads one value from d.
+func skipValue(d *json.Decoder) error {
+	var v json.RawMessage
+	return d.Decode(&v)
+}
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}

@@ -23,10 +23,13 @@ import (
 //   - every element of "items" is an object with exactly one key (the
 //     operation) whose value is an object with an integer "status" in
 //     [0, 999], an optional "_index" (string or null) and an optional
-//     "error": an object with optional "type" and "reason" (strings or null),
-//     a string (taken as the reason), or null;
+//     "error": an object with optional "type" and "reason" (strings or null)
+//     and an optional "caused_by", a string (taken as the reason), or null;
+//   - "caused_by" (of "error" only; deeper levels are skipped) is an object
+//     with optional "type" and "reason" (strings or null), or null; any
+//     other value is skipped;
 //   - the keys read ("items", "errors", "_index", "status", "error", "type",
-//     "reason") appear at most once in their object.
+//     "reason", "caused_by") appear at most once in their object.
 //
 // Per item on the success path it allocates nothing: _index and error types
 // are interned, reasons are copied only when they differ from the previous
@@ -57,6 +60,8 @@ type parser struct {
 	// strings cost one comparison.
 	prevIndexRaw, prevTypeRaw, prevReasonRaw []byte
 	prevIndex, prevType, prevReason          string
+	prevCauseTypeRaw, prevCauseReasonRaw     []byte
+	prevCauseType, prevCauseReason           string
 
 	// The fast path. head is the previous item's bytes from its '{' up to
 	// the ':' after "status", recorded only when "_index" (a string or null)
@@ -79,6 +84,7 @@ func (p *parser) parseResponse(body []byte, out []Outcome) (n int, errorsFlag bo
 	defer func() {
 		// Drop references to body: the buffer goes back to a pool.
 		p.buf, p.prevIndexRaw, p.prevTypeRaw, p.prevReasonRaw, p.head = nil, nil, nil, nil, nil
+		p.prevCauseTypeRaw, p.prevCauseReasonRaw = nil, nil
 	}()
 	p.ws()
 	if !p.consume('{') {
@@ -309,7 +315,7 @@ func (p *parser) itemError(o *Outcome) error {
 	if err := p.push(); err != nil {
 		return err
 	}
-	var seenType, seenReason bool
+	var seenType, seenReason, seenCause bool
 	p.ws()
 	if !p.consume('}') {
 		for {
@@ -332,6 +338,67 @@ func (p *parser) itemError(o *Outcome) error {
 				}
 				seenReason = true
 				if o.ErrorReason, err = p.nullableString(&p.prevReasonRaw, &p.prevReason, false); err != nil {
+					return err
+				}
+			case "caused_by":
+				if seenCause {
+					return p.fail(`duplicate "caused_by"`)
+				}
+				seenCause = true
+				if err := p.cause(o); err != nil {
+					return err
+				}
+			default:
+				if err := p.skip(); err != nil {
+					return err
+				}
+			}
+			if done, err := p.next('}'); err != nil {
+				return err
+			} else if done {
+				break
+			}
+		}
+	}
+	p.depth--
+	return nil
+}
+
+// cause parses the error's "caused_by": its type and reason go to
+// o.CauseType and o.CauseReason; its own "caused_by" and other keys are
+// skipped, and so is a value that is neither an object nor null.
+func (p *parser) cause(o *Outcome) error {
+	p.ws()
+	if p.peek() != '{' {
+		return p.skip()
+	}
+	p.pos++
+	if err := p.push(); err != nil {
+		return err
+	}
+	var seenType, seenReason bool
+	p.ws()
+	if !p.consume('}') {
+		for {
+			key, err := p.key()
+			if err != nil {
+				return err
+			}
+			switch string(key) {
+			case "type":
+				if seenType {
+					return p.fail(`duplicate "type" in "caused_by"`)
+				}
+				seenType = true
+				if o.CauseType, err = p.nullableString(&p.prevCauseTypeRaw, &p.prevCauseType, true); err != nil {
+					return err
+				}
+			case "reason":
+				if seenReason {
+					return p.fail(`duplicate "reason" in "caused_by"`)
+				}
+				seenReason = true
+				if o.CauseReason, err = p.nullableString(&p.prevCauseReasonRaw, &p.prevCauseReason, false); err != nil {
 					return err
 				}
 			default:

@@ -125,7 +125,7 @@ func refParse(body []byte, out []Outcome) (n int, errorsFlag bool, err error) {
 							es := map[string]bool{}
 							for d.More() {
 								ek := tok().(string)
-								if (ek == "type" || ek == "reason") && es[ek] {
+								if (ek == "type" || ek == "reason" || ek == "caused_by") && es[ek] {
 									panic("dup")
 								}
 								es[ek] = true
@@ -134,6 +134,29 @@ func refParse(body []byte, out []Outcome) (n int, errorsFlag bool, err error) {
 									o.ErrorType = str(tok())
 								case "reason":
 									o.ErrorReason = str(tok())
+								case "caused_by":
+									ct := tok()
+									if ct != json.Delim('{') {
+										skip(ct)
+										break
+									}
+									cs := map[string]bool{}
+									for d.More() {
+										ck := tok().(string)
+										if (ck == "type" || ck == "reason") && cs[ck] {
+											panic("dup")
+										}
+										cs[ck] = true
+										switch ck {
+										case "type":
+											o.CauseType = str(tok())
+										case "reason":
+											o.CauseReason = str(tok())
+										default:
+											skip(tok())
+										}
+									}
+									tok()
 								default:
 									skip(tok())
 								}
@@ -217,7 +240,8 @@ func TestParseShapes(t *testing.T) {
 			want: []Outcome{
 				{Status: 409, Index: "a", ErrorType: "version_conflict_engine_exception", ErrorReason: "[1]: version conflict, document already exists (current version [1])"},
 				{Status: 429, Index: "a", ErrorType: "rejected_execution_exception", ErrorReason: "rejected execution of coordinating operation"},
-				{Status: 400, Index: "a", ErrorType: "mapper_parsing_exception", ErrorReason: "failed to parse field [n] of type [long] in document with id '3'. Preview of field's value: 'abc'"},
+				{Status: 400, Index: "a", ErrorType: "mapper_parsing_exception", ErrorReason: "failed to parse field [n] of type [long] in document with id '3'. Preview of field's value: 'abc'",
+					CauseType: "illegal_argument_exception", CauseReason: "For input string: \"abc\""},
 				{Status: 201, Index: "a"},
 				{Status: 503, Index: "a", ErrorType: "unavailable_shards_exception"},
 				{Status: 500, ErrorReason: "plain text error"},
@@ -239,6 +263,31 @@ func TestParseShapes(t *testing.T) {
 			body: `{"items":[{"create":{"_index":"a","status":201}},{"create":{"_index":"a","status":429,"error":{"type":"rejected_execution_exception","reason":"r"}}},{"create":{"_index":"a","status":201 } },{"create":{"_index":"a","status":409,"error":null}},{"create":{"_index":"a","status":20}},{"create":{"_index":"a","status":201}}]}`,
 			n:    6,
 			want: []Outcome{{Status: 201, Index: "a"}, {Status: 429, Index: "a", ErrorType: "rejected_execution_exception", ErrorReason: "r"}, {Status: 201, Index: "a"}, {Status: 409, Index: "a"}, {Status: 20, Index: "a"}, {Status: 201, Index: "a"}},
+		},
+		{
+			name: "caused_by: first level read, deeper levels and other keys skipped, null and odd values tolerated",
+			body: `{"items":[
+				{"create":{"_index":"a","status":400,"error":{"caused_by":{"reason":"The depth of the field has exceeded the allowed limit of [20].","x":[1],"type":"parse_exception","caused_by":{"type":"deeper","reason":"deeper reason"}},"type":"mapper_parsing_exception","reason":"failed to parse"}}},
+				{"create":{"_index":"a","status":400,"error":{"type":"t","reason":"r","caused_by":null}}},
+				{"create":{"_index":"a","status":400,"error":{"type":"t","reason":"r","caused_by":{"type":null,"reason":null}}}},
+				{"create":{"_index":"a","status":400,"error":{"type":"t","reason":"r","caused_by":"a string"}}},
+				{"create":{"_index":"a","status":400,"error":{"type":"t","reason":"r","caused_by":{}}}},
+				{"create":{"_index":"a","status":400,"error":{"type":"t","reason":"r","caused_by":{"type":"c\u00e9","reason":"q\"x"}}}},
+				{"create":{"_index":"a","status":400,"error":{"type":"t","reason":"r","caused_by":{"type":"c\u00e9","reason":"q\"x"}}}},
+				{"create":{"_index":"a","status":201}}
+			]}`,
+			n:    8,
+			flag: false,
+			want: []Outcome{
+				{Status: 400, Index: "a", ErrorType: "mapper_parsing_exception", ErrorReason: "failed to parse", CauseType: "parse_exception", CauseReason: "The depth of the field has exceeded the allowed limit of [20]."},
+				{Status: 400, Index: "a", ErrorType: "t", ErrorReason: "r"},
+				{Status: 400, Index: "a", ErrorType: "t", ErrorReason: "r"},
+				{Status: 400, Index: "a", ErrorType: "t", ErrorReason: "r"},
+				{Status: 400, Index: "a", ErrorType: "t", ErrorReason: "r"},
+				{Status: 400, Index: "a", ErrorType: "t", ErrorReason: "r", CauseType: "cé", CauseReason: "q\"x"},
+				{Status: 400, Index: "a", ErrorType: "t", ErrorReason: "r", CauseType: "cé", CauseReason: "q\"x"},
+				{Status: 201, Index: "a"},
+			},
 		},
 		{
 			name: "empty items",
@@ -310,6 +359,12 @@ func TestParseRejects(t *testing.T) {
 		`{"items":[{"create":{"status":201,"x":1e}}]}`,
 		`{"items":[{"create":{"status":201}},]}`,
 		`{"items":"no"}`,
+		`{"items":[{"create":{"status":400,"error":{"caused_by":null,"caused_by":null}}}]}`,
+		`{"items":[{"create":{"status":400,"error":{"caused_by":{"type":"a","type":"b"}}}}]}`,
+		`{"items":[{"create":{"status":400,"error":{"caused_by":{"reason":"a","reason":"b"}}}}]}`,
+		`{"items":[{"create":{"status":400,"error":{"caused_by":{"type":5}}}}]}`,
+		`{"items":[{"create":{"status":400,"error":{"caused_by":{"reason":[]}}}}]}`,
+		`{"items":[{"create":{"status":400,"error":{"caused_by":{"caused_by":{"x":}}}}}]}`,
 		`{"took":1,}`,
 	}
 	for _, body := range bad {
@@ -366,6 +421,7 @@ func FuzzParseResponse(f *testing.F) {
 	f.Add([]byte(`{"items":[{"create":{"_index":"a\u00e9\ud83d\ude00\ud800x\udc00","status":201}}]}`))
 	f.Add([]byte(`{"items":[{"create":{"_index":"\xff\xfe","st\u0061tus":201}}]}`))
 	f.Add([]byte(`{"items":[],"errors":false}`))
+	f.Add([]byte(`{"items":[{"create":{"_index":"a","status":400,"error":{"type":"mapper_parsing_exception","reason":"failed to parse","caused_by":{"type":"parse_exception","reason":"d","caused_by":{"type":"x","reason":"y"}}}}},{"create":{"status":400,"error":{"caused_by":null}}},{"create":{"status":400,"error":{"caused_by":"s"}}}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		out := make([]Outcome, 4)
 		var in interner
