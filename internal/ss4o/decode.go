@@ -52,11 +52,22 @@ const maxDepth = 10000
 // DecodeLog reads a log document written by AppendLog or Encoder.AppendLog.
 // It overwrites rl's resource and schema URL, sl's scope and schema URL and
 // every field of lr (their record and scope lists are left alone). Documents
-// written by contrib's opensearchexporter in the SS4O layout are read too.
+// written by contrib's opensearchexporter in the SS4O layout are read too,
+// and so are a fallback document (AppendUnmapped) and a dead-letter document
+// of signal "logs" (AppendDeadLetter), as the record they hold.
 // The error matches ErrForeign for valid JSON of another shape and is a
 // *SyntaxError for malformed JSON; the targets then hold a partial result.
 func DecodeLog(src []byte, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) error {
-	return checkForeign(src, decodeLog(src, rl, sl, lr))
+	err := decodeLog(src, rl, sl, lr)
+	if err == nil || !errors.Is(err, ErrForeign) {
+		return err
+	}
+	if ok, derr := decodeDeadLetter(src, SignalLogs, func(doc []byte) error {
+		return checkForeign(doc, decodeLog(doc, rl, sl, lr))
+	}); ok {
+		return derr
+	}
+	return checkForeign(src, err)
 }
 
 func decodeLog(src []byte, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) error {
@@ -73,8 +84,9 @@ func decodeLog(src []byte, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogR
 		unset         bool
 		resURL, scURL string
 		bodyType      string
+		unmapped      []byte
 	)
-	err := d.topObject(func(key []byte) error {
+	member := func(key []byte) error {
 		if err := seen.add(key); err != nil {
 			return err
 		}
@@ -114,11 +126,17 @@ func decodeLog(src []byte, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogR
 			var n uint32
 			n, err = d.uint32Field(key)
 			lr.SetDroppedAttributesCount(n)
+		case UnmappedField:
+			unmapped, err = d.unmappedField(key)
 		default:
 			return d.originField(key, rl.Resource(), &resURL, sl.Scope(), &scURL)
 		}
 		return err
-	})
+	}
+	err := d.topObject(member)
+	if err == nil && unmapped != nil {
+		err = d.restoreUnmapped(unmapped, member)
+	}
 	if err != nil {
 		return err
 	}
@@ -192,9 +210,19 @@ func restoreBody(b pcommon.Value, typ string) error {
 // DecodeSpan reads a span document written by AppendSpan or
 // Encoder.AppendSpan, like DecodeLog. The start time is "startTime", or
 // "@timestamp" when that is absent (our encoder leaves "startTime" out only
-// for a zero start time).
+// for a zero start time). Fallback documents and dead-letter documents of
+// signal "traces" are read as the span they hold.
 func DecodeSpan(src []byte, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptrace.Span) error {
-	return checkForeign(src, decodeSpan(src, rs, ss, span))
+	err := decodeSpan(src, rs, ss, span)
+	if err == nil || !errors.Is(err, ErrForeign) {
+		return err
+	}
+	if ok, derr := decodeDeadLetter(src, SignalTraces, func(doc []byte) error {
+		return checkForeign(doc, decodeSpan(doc, rs, ss, span))
+	}); ok {
+		return derr
+	}
+	return checkForeign(src, err)
 }
 
 func decodeSpan(src []byte, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptrace.Span) error {
@@ -209,8 +237,9 @@ func decodeSpan(src []byte, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span 
 		seen          fieldSet
 		timestamp     string
 		resURL, scURL string
+		unmapped      []byte
 	)
-	err := d.topObject(func(key []byte) error {
+	member := func(key []byte) error {
 		if err := seen.add(key); err != nil {
 			return err
 		}
@@ -276,11 +305,17 @@ func decodeSpan(src []byte, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span 
 			var n uint32
 			n, err = d.uint32Field(key)
 			span.SetDroppedLinksCount(n)
+		case UnmappedField:
+			unmapped, err = d.unmappedField(key)
 		default:
 			return d.originField(key, rs.Resource(), &resURL, ss.Scope(), &scURL)
 		}
 		return err
-	})
+	}
+	err := d.topObject(member)
+	if err == nil && unmapped != nil {
+		err = d.restoreUnmapped(unmapped, member)
+	}
 	if err != nil {
 		return err
 	}
@@ -371,7 +406,7 @@ var knownFields = [...]string{
 	"eventName", "body", "bodyType", "attributes", "droppedAttributesCount", "resource",
 	"resourceDroppedAttributesCount", "schemaUrl", "instrumentationScope", "startTime", "endTime",
 	"parentSpanId", "traceState", "name", "kind", "status", "events", "droppedEventsCount", "links",
-	"droppedLinksCount", "text", "number", "code", "message", "version",
+	"droppedLinksCount", "text", "number", "code", "message", "version", UnmappedField,
 }
 
 func fieldIndex(name string) int {
