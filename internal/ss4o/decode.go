@@ -815,12 +815,40 @@ func (d *decoder) literal(lit string) error {
 func (d *decoder) number() (i int64, f float64, isInt bool, err error) {
 	start := d.pos
 	src := d.src
-	neg := false
+	neg := src[d.pos] == '-'
+	digits, intEnd, isInt, err := d.scanNumber()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if isInt && intEnd-digits <= 19 {
+		var u uint64
+		for _, c := range src[digits:intEnd] {
+			u = u*10 + uint64(c-'0')
+		}
+		switch {
+		case !neg && u <= math.MaxInt64:
+			return int64(u), 0, true, nil
+		case neg && u <= 1<<63:
+			return int64(-u), 0, true, nil // -1<<63 wraps to itself
+		}
+	}
+	f, err = strconv.ParseFloat(string(src[start:d.pos]), 64)
+	if err != nil {
+		// Only a range error is possible for a well-formed number.
+		return 0, 0, false, d.syntax("number out of range")
+	}
+	return 0, f, false, nil
+}
+
+// scanNumber moves d.pos past the JSON number there, checking only its
+// syntax: its integer digits are src[digits:intEnd]; isInt is false when it
+// has a fraction or an exponent.
+func (d *decoder) scanNumber() (digits, intEnd int, isInt bool, err error) {
+	src := d.src
 	if src[d.pos] == '-' {
-		neg = true
 		d.pos++
 	}
-	digits := d.pos
+	digits = d.pos
 	if d.pos < len(src) && src[d.pos] == '0' {
 		d.pos++
 	} else {
@@ -831,7 +859,7 @@ func (d *decoder) number() (i int64, f float64, isInt bool, err error) {
 	if d.pos == digits {
 		return 0, 0, false, d.syntax("invalid number")
 	}
-	intEnd := d.pos
+	intEnd = d.pos
 	isInt = true
 	if d.pos < len(src) && src[d.pos] == '.' {
 		isInt = false
@@ -858,24 +886,7 @@ func (d *decoder) number() (i int64, f float64, isInt bool, err error) {
 			return 0, 0, false, d.syntax("invalid number")
 		}
 	}
-	if isInt && intEnd-digits <= 19 {
-		var u uint64
-		for _, c := range src[digits:intEnd] {
-			u = u*10 + uint64(c-'0')
-		}
-		switch {
-		case !neg && u <= math.MaxInt64:
-			return int64(u), 0, true, nil
-		case neg && u <= 1<<63:
-			return int64(-u), 0, true, nil // -1<<63 wraps to itself
-		}
-	}
-	f, err = strconv.ParseFloat(string(src[start:d.pos]), 64)
-	if err != nil {
-		// Only a range error is possible for a well-formed number.
-		return 0, 0, false, d.syntax("number out of range")
-	}
-	return 0, f, false, nil
+	return digits, intEnd, isInt, nil
 }
 
 // str reads a string at d.pos ('"'). The result aliases src or d.buf and is

@@ -3,9 +3,8 @@ package ss4o
 import (
 	"bytes"
 	"errors"
-	"unsafe"
-
-	"github.com/opensearchrouted/opensearchrouted/internal/jsonstr"
+	"strconv"
+	"unicode/utf8"
 )
 
 // UnmappedField is the member of a fallback document (see AppendUnmapped)
@@ -44,7 +43,7 @@ func AppendUnmapped(dst, doc []byte) ([]byte, error) {
 	case 0:
 		return dst, d.syntax("empty document")
 	default:
-		if err := d.skip(); err != nil {
+		if err := d.skipRaw(); err != nil {
 			return dst, err
 		}
 		if d.ws(); d.pos != len(doc) {
@@ -80,7 +79,7 @@ func AppendUnmapped(dst, doc []byte) ([]byte, error) {
 				return dst[:start], d.syntax("expected ':'")
 			}
 			d.pos++
-			if err := d.skip(); err != nil {
+			if err := d.skipRaw(); err != nil {
 				return dst[:start], err
 			}
 			if move {
@@ -126,13 +125,104 @@ func AppendUnmapped(dst, doc []byte) ([]byte, error) {
 	return append(dst, `}"}`...), nil
 }
 
-// appendEscaped writes b as the inside of a JSON string (jsonstr.Append
-// without the quotes).
+// skipRaw reads one JSON value at d.pos, checking its syntax only: the
+// bytes are copied, not read, so a number is not converted (any magnitude
+// is fine) and a string not unescaped.
+func (d *decoder) skipRaw() error {
+	switch c := d.peek(); c {
+	case '"':
+		return d.skipString()
+	case '{':
+		return d.object(func([]byte) error { return d.skipRaw() })
+	case '[':
+		return d.array(d.skipRaw)
+	case 't':
+		return d.literal("true")
+	case 'f':
+		return d.literal("false")
+	case 'n':
+		return d.literal("null")
+	case 0:
+		return d.syntax("unexpected end")
+	default:
+		if c == '-' || (c >= '0' && c <= '9') {
+			_, _, _, err := d.scanNumber()
+			return err
+		}
+		return d.syntax("unexpected character " + strconv.QuoteRune(rune(c)))
+	}
+}
+
+// skipString reads the string at d.pos ('"'), checking its escapes and that
+// it holds no control character (UTF-8 is not checked: the string is
+// copied, and appendEscaped replaces invalid UTF-8 where it is escaped).
+func (d *decoder) skipString() error {
+	src := d.src
+	for i := d.pos + 1; i < len(src); i++ {
+		c := src[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		switch c {
+		case '"':
+			d.pos = i + 1
+			return nil
+		case '\\':
+			if i+1 < len(src) {
+				switch src[i+1] {
+				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+					i++
+					continue
+				case 'u':
+					if _, ok := hex4(src, i+2); ok {
+						i += 5
+						continue
+					}
+				}
+			}
+			d.pos = i
+			return d.syntax("invalid escape")
+		}
+		d.pos = i
+		return d.syntax("control character in string")
+	}
+	d.pos = len(src)
+	return d.syntax("unterminated string")
+}
+
+// appendEscaped writes b, valid JSON text, as the inside of a JSON string:
+// '"' and '\\' escaped, the control characters (in valid JSON only the white
+// space \t, \n and \r between tokens) as \u00XX, every byte that is not
+// part of valid UTF-8 as U+FFFD (as jsonstr.Append replaces it).
 func appendEscaped(dst, b []byte) []byte {
-	n := len(dst)
-	dst = jsonstr.Append(dst, unsafe.String(unsafe.SliceData(b), len(b)))
-	copy(dst[n:], dst[n+1:len(dst)-1])
-	return dst[:len(dst)-2]
+	const hexDigits = "0123456789abcdef"
+	start := 0
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			dst = append(dst, b[start:i]...)
+			if c < 0x20 {
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			} else {
+				dst = append(dst, '\\', c)
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, b[start:i]...)
+			dst = append(dst, "\uFFFD"...)
+			start = i + 1
+		}
+		i += size
+	}
+	return append(dst, b[start:]...)
 }
 
 // unmappedField reads the string value of "unmapped" (the text of the

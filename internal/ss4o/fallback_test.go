@@ -201,9 +201,12 @@ func TestAppendUnmappedLayout(t *testing.T) {
 		{`{"attributes":{}}`, `{"unmapped":"{\"attributes\":{}}"}`},
 		// White space between members goes; inside members it stays
 		// (escaped inside the string).
-		{" {\n \"attributes\" :\t{\"a\" : 1} ,\n\"x\" : [ 1 ]\n} ", `{"x" : [ 1 ],"unmapped":"{\"attributes\" :\t{\"a\" : 1}}"}`},
+		{" {\n \"attributes\" :\t{\"a\" : 1} ,\n\"x\" : [ 1 ]\n} ", `{"x" : [ 1 ],"unmapped":"{\"attributes\" :\u0009{\"a\" : 1}}"}`},
 		// Keys are compared unescaped, and moved with their escapes.
 		{`{"attr\u0069butes":{"\u00e9":"\ud834\udd1e"}}`, `{"unmapped":"{\"attr\\u0069butes\":{\"\\u00e9\":\"\\ud834\\udd1e\"}}"}`},
+		// Moved bytes are not read: any number, any escape.
+		{`{"attributes":{"n":1e999,"m":-0.0E+5,"s":"\/\b\f\n\r\t\u0000"}}`,
+			`{"unmapped":"{\"attributes\":{\"n\":1e999,\"m\":-0.0E+5,\"s\":\"\\/\\b\\f\\n\\r\\t\\u0000\"}}"}`},
 		// Nothing to move: unchanged, white space included.
 		{`{"@timestamp":"2026-01-01T00:00:00Z","body":"m"}`, `{"@timestamp":"2026-01-01T00:00:00Z","body":"m"}`},
 		{` { } `, ` { } `},
@@ -221,7 +224,8 @@ func TestAppendUnmappedLayout(t *testing.T) {
 func TestAppendUnmappedErrors(t *testing.T) {
 	foreignDocs := []string{`[1]`, `"s"`, `1`, `null`, `{"unmapped":"x","attributes":{}}`, `{"resource":{},"unmapped":1}`}
 	syntaxDocs := []string{``, ` `, `{`, `{"attributes":{}`, `{"a":1,}`, `{"a" 1}`, `{"a":1}x`, `{"attributes":{"a":tru}}`,
-		`{"a":"\x01"}`, `{"attributes":[1 2]}`, `{1:2}`, `[1]]`, `{"a":1 "b":2}`,
+		`{"a":"\x01"}`, `{"attributes":[1 2]}`, `{1:2}`, `[1]]`, `{"a":1 "b":2}`, `{"attributes":"\x"}`, `{"attributes":"\u12"}`,
+		`{"attributes":"\`, `{"attributes":-}`, `{"attributes":01}`, `{"attributes":1.}`, `{"attributes":1e+}`, `{"attributes":nul}`, `{"attributes":"` + "\x1f" + `"}`,
 		`{"attributes":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`}
 	dst := []byte("keep")
 	for _, doc := range foreignDocs {
@@ -512,6 +516,7 @@ func FuzzAppendUnmappedJSON(f *testing.F) {
 	}
 	f.Add([]byte(` { "attr\u0069butes" : { "\ud800" : "\u0000\"\\/\b\f\n\r\t" } , "links":[ ] , "x":-0.5e-3 } `))
 	f.Add([]byte(`{"resource":null,"resource":true,"unmapped":"x"}`))
+	f.Add([]byte(`{"attributes":{"n":1e999,"m":-0.0E+5},"links":"\u00e9\ud800"}`))
 	f.Add([]byte("{\"events\":[\"\xff\xfe\"],\"\xed\xa0\x80\":1}"))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		out, err := AppendUnmapped(nil, doc)
