@@ -369,16 +369,22 @@ func checkForeign(src []byte, err error) error {
 	return err
 }
 
-// skip reads one JSON value without keeping it.
-func (d *decoder) skip() error {
+// skip reads one JSON value without keeping it; a number must fit a
+// float64, as for value.
+func (d *decoder) skip() error { return d.skipValue(true) }
+
+// skipRaw reads one JSON value checking its syntax only, for values that
+// are copied, not read: any number is fine.
+func (d *decoder) skipRaw() error { return d.skipValue(false) }
+
+func (d *decoder) skipValue(inRange bool) error {
 	switch c := d.peek(); c {
 	case '"':
-		_, err := d.str()
-		return err
+		return d.skipString()
 	case '{':
-		return d.object(func([]byte) error { return d.skip() })
+		return d.object(func([]byte) error { return d.skipValue(inRange) })
 	case '[':
-		return d.array(d.skip)
+		return d.array(func() error { return d.skipValue(inRange) })
 	case 't':
 		return d.literal("true")
 	case 'f':
@@ -388,12 +394,54 @@ func (d *decoder) skip() error {
 	case 0:
 		return d.syntax("unexpected end")
 	default:
-		if c == '-' || (c >= '0' && c <= '9') {
-			_, _, _, err := d.number()
-			return err
+		if c != '-' && (c < '0' || c > '9') {
+			return d.syntax("unexpected character " + strconv.QuoteRune(rune(c)))
 		}
-		return d.syntax("unexpected character " + strconv.QuoteRune(rune(c)))
+		var err error
+		if inRange {
+			_, _, _, err = d.number()
+		} else {
+			_, _, _, err = d.scanNumber()
+		}
+		return err
 	}
+}
+
+// skipString reads the string at d.pos ('"') without unescaping it: it
+// accepts what str accepts (escapes are checked, control characters
+// refused, UTF-8 not checked).
+func (d *decoder) skipString() error {
+	src := d.src
+	for i := d.pos + 1; i < len(src); i++ {
+		c := src[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		switch c {
+		case '"':
+			d.pos = i + 1
+			return nil
+		case '\\':
+			if i+1 < len(src) {
+				switch src[i+1] {
+				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+					i++
+					continue
+				case 'u':
+					if _, ok := hex4(src, i+2); ok {
+						i += 5
+						continue
+					}
+				}
+			}
+			d.pos = i
+			return d.syntax("invalid escape")
+		}
+		d.pos = i
+		return d.syntax("control character in string")
+	}
+	d.pos = len(src)
+	return d.syntax("unterminated string")
 }
 
 // fieldSet records which fields of one object were read: an object that

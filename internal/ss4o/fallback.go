@@ -3,7 +3,6 @@ package ss4o
 import (
 	"bytes"
 	"errors"
-	"strconv"
 	"unicode/utf8"
 )
 
@@ -123,71 +122,6 @@ func AppendUnmapped(dst, doc []byte) ([]byte, error) {
 		dst = appendEscaped(dst, doc[m[0]:m[1]])
 	}
 	return append(dst, `}"}`...), nil
-}
-
-// skipRaw reads one JSON value at d.pos, checking its syntax only: the
-// bytes are copied, not read, so a number is not converted (any magnitude
-// is fine) and a string not unescaped.
-func (d *decoder) skipRaw() error {
-	switch c := d.peek(); c {
-	case '"':
-		return d.skipString()
-	case '{':
-		return d.object(func([]byte) error { return d.skipRaw() })
-	case '[':
-		return d.array(d.skipRaw)
-	case 't':
-		return d.literal("true")
-	case 'f':
-		return d.literal("false")
-	case 'n':
-		return d.literal("null")
-	case 0:
-		return d.syntax("unexpected end")
-	default:
-		if c == '-' || (c >= '0' && c <= '9') {
-			_, _, _, err := d.scanNumber()
-			return err
-		}
-		return d.syntax("unexpected character " + strconv.QuoteRune(rune(c)))
-	}
-}
-
-// skipString reads the string at d.pos ('"'), checking its escapes and that
-// it holds no control character (UTF-8 is not checked: the string is
-// copied, and appendEscaped replaces invalid UTF-8 where it is escaped).
-func (d *decoder) skipString() error {
-	src := d.src
-	for i := d.pos + 1; i < len(src); i++ {
-		c := src[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		switch c {
-		case '"':
-			d.pos = i + 1
-			return nil
-		case '\\':
-			if i+1 < len(src) {
-				switch src[i+1] {
-				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-					i++
-					continue
-				case 'u':
-					if _, ok := hex4(src, i+2); ok {
-						i += 5
-						continue
-					}
-				}
-			}
-			d.pos = i
-			return d.syntax("invalid escape")
-		}
-		d.pos = i
-		return d.syntax("control character in string")
-	}
-	d.pos = len(src)
-	return d.syntax("unterminated string")
 }
 
 // appendEscaped writes b, valid JSON text, as the inside of a JSON string:

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -505,15 +504,7 @@ func FuzzUnmappedSpan(f *testing.F) {
 // object that already has "unmapped" besides members to move, and on
 // invalid JSON.
 func FuzzAppendUnmappedJSON(f *testing.F) {
-	for _, name := range []string{"testdata/log.json", "testdata/span.json", "testdata/contrib-samples.ndjson"} {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-			f.Add(line)
-		}
-	}
+	addDocumentSeeds(f)
 	f.Add([]byte(` { "attr\u0069butes" : { "\ud800" : "\u0000\"\\/\b\f\n\r\t" } , "links":[ ] , "x":-0.5e-3 } `))
 	f.Add([]byte(`{"resource":null,"resource":true,"unmapped":"x"}`))
 	f.Add([]byte(`{"attributes":{"n":1e999,"m":-0.0E+5},"links":"\u00e9\ud800"}`))
