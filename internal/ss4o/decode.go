@@ -52,11 +52,22 @@ const maxDepth = 10000
 // DecodeLog reads a log document written by AppendLog or Encoder.AppendLog.
 // It overwrites rl's resource and schema URL, sl's scope and schema URL and
 // every field of lr (their record and scope lists are left alone). Documents
-// written by contrib's opensearchexporter in the SS4O layout are read too.
+// written by contrib's opensearchexporter in the SS4O layout are read too,
+// and so are a fallback document (AppendUnmapped) and a dead-letter document
+// of signal "logs" (AppendDeadLetter), as the record they hold.
 // The error matches ErrForeign for valid JSON of another shape and is a
 // *SyntaxError for malformed JSON; the targets then hold a partial result.
 func DecodeLog(src []byte, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) error {
-	return checkForeign(src, decodeLog(src, rl, sl, lr))
+	err := decodeLog(src, rl, sl, lr)
+	if err == nil || !errors.Is(err, ErrForeign) {
+		return err
+	}
+	if ok, derr := decodeDeadLetter(src, SignalLogs, func(doc []byte) error {
+		return checkForeign(doc, decodeLog(doc, rl, sl, lr))
+	}); ok {
+		return derr
+	}
+	return checkForeign(src, err)
 }
 
 func decodeLog(src []byte, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) error {
@@ -73,8 +84,9 @@ func decodeLog(src []byte, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogR
 		unset         bool
 		resURL, scURL string
 		bodyType      string
+		unmapped      []byte
 	)
-	err := d.topObject(func(key []byte) error {
+	member := func(key []byte) error {
 		if err := seen.add(key); err != nil {
 			return err
 		}
@@ -114,11 +126,17 @@ func decodeLog(src []byte, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogR
 			var n uint32
 			n, err = d.uint32Field(key)
 			lr.SetDroppedAttributesCount(n)
+		case UnmappedField:
+			unmapped, err = d.unmappedField(key)
 		default:
 			return d.originField(key, rl.Resource(), &resURL, sl.Scope(), &scURL)
 		}
 		return err
-	})
+	}
+	err := d.topObject(member)
+	if err == nil && unmapped != nil {
+		err = d.restoreUnmapped(unmapped, member)
+	}
 	if err != nil {
 		return err
 	}
@@ -192,9 +210,19 @@ func restoreBody(b pcommon.Value, typ string) error {
 // DecodeSpan reads a span document written by AppendSpan or
 // Encoder.AppendSpan, like DecodeLog. The start time is "startTime", or
 // "@timestamp" when that is absent (our encoder leaves "startTime" out only
-// for a zero start time).
+// for a zero start time). Fallback documents and dead-letter documents of
+// signal "traces" are read as the span they hold.
 func DecodeSpan(src []byte, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptrace.Span) error {
-	return checkForeign(src, decodeSpan(src, rs, ss, span))
+	err := decodeSpan(src, rs, ss, span)
+	if err == nil || !errors.Is(err, ErrForeign) {
+		return err
+	}
+	if ok, derr := decodeDeadLetter(src, SignalTraces, func(doc []byte) error {
+		return checkForeign(doc, decodeSpan(doc, rs, ss, span))
+	}); ok {
+		return derr
+	}
+	return checkForeign(src, err)
 }
 
 func decodeSpan(src []byte, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptrace.Span) error {
@@ -209,8 +237,9 @@ func decodeSpan(src []byte, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span 
 		seen          fieldSet
 		timestamp     string
 		resURL, scURL string
+		unmapped      []byte
 	)
-	err := d.topObject(func(key []byte) error {
+	member := func(key []byte) error {
 		if err := seen.add(key); err != nil {
 			return err
 		}
@@ -276,11 +305,17 @@ func decodeSpan(src []byte, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span 
 			var n uint32
 			n, err = d.uint32Field(key)
 			span.SetDroppedLinksCount(n)
+		case UnmappedField:
+			unmapped, err = d.unmappedField(key)
 		default:
 			return d.originField(key, rs.Resource(), &resURL, ss.Scope(), &scURL)
 		}
 		return err
-	})
+	}
+	err := d.topObject(member)
+	if err == nil && unmapped != nil {
+		err = d.restoreUnmapped(unmapped, member)
+	}
 	if err != nil {
 		return err
 	}
@@ -334,16 +369,22 @@ func checkForeign(src []byte, err error) error {
 	return err
 }
 
-// skip reads one JSON value without keeping it.
-func (d *decoder) skip() error {
+// skip reads one JSON value without keeping it; a number must fit a
+// float64, as for value.
+func (d *decoder) skip() error { return d.skipValue(true) }
+
+// skipRaw reads one JSON value checking its syntax only, for values that
+// are copied, not read: any number is fine.
+func (d *decoder) skipRaw() error { return d.skipValue(false) }
+
+func (d *decoder) skipValue(inRange bool) error {
 	switch c := d.peek(); c {
 	case '"':
-		_, err := d.str()
-		return err
+		return d.skipString()
 	case '{':
-		return d.object(func([]byte) error { return d.skip() })
+		return d.object(func([]byte) error { return d.skipValue(inRange) })
 	case '[':
-		return d.array(d.skip)
+		return d.array(func() error { return d.skipValue(inRange) })
 	case 't':
 		return d.literal("true")
 	case 'f':
@@ -353,12 +394,54 @@ func (d *decoder) skip() error {
 	case 0:
 		return d.syntax("unexpected end")
 	default:
-		if c == '-' || (c >= '0' && c <= '9') {
-			_, _, _, err := d.number()
-			return err
+		if c != '-' && (c < '0' || c > '9') {
+			return d.syntax("unexpected character " + strconv.QuoteRune(rune(c)))
 		}
-		return d.syntax("unexpected character " + strconv.QuoteRune(rune(c)))
+		var err error
+		if inRange {
+			_, _, _, err = d.number()
+		} else {
+			_, _, _, err = d.scanNumber()
+		}
+		return err
 	}
+}
+
+// skipString reads the string at d.pos ('"') without unescaping it: it
+// accepts what str accepts (escapes are checked, control characters
+// refused, UTF-8 not checked).
+func (d *decoder) skipString() error {
+	src := d.src
+	for i := d.pos + 1; i < len(src); i++ {
+		c := src[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		switch c {
+		case '"':
+			d.pos = i + 1
+			return nil
+		case '\\':
+			if i+1 < len(src) {
+				switch src[i+1] {
+				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+					i++
+					continue
+				case 'u':
+					if _, ok := hex4(src, i+2); ok {
+						i += 5
+						continue
+					}
+				}
+			}
+			d.pos = i
+			return d.syntax("invalid escape")
+		}
+		d.pos = i
+		return d.syntax("control character in string")
+	}
+	d.pos = len(src)
+	return d.syntax("unterminated string")
 }
 
 // fieldSet records which fields of one object were read: an object that
@@ -371,7 +454,7 @@ var knownFields = [...]string{
 	"eventName", "body", "bodyType", "attributes", "droppedAttributesCount", "resource",
 	"resourceDroppedAttributesCount", "schemaUrl", "instrumentationScope", "startTime", "endTime",
 	"parentSpanId", "traceState", "name", "kind", "status", "events", "droppedEventsCount", "links",
-	"droppedLinksCount", "text", "number", "code", "message", "version",
+	"droppedLinksCount", "text", "number", "code", "message", "version", UnmappedField,
 }
 
 func fieldIndex(name string) int {
@@ -780,12 +863,40 @@ func (d *decoder) literal(lit string) error {
 func (d *decoder) number() (i int64, f float64, isInt bool, err error) {
 	start := d.pos
 	src := d.src
-	neg := false
+	neg := src[d.pos] == '-'
+	digits, intEnd, isInt, err := d.scanNumber()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if isInt && intEnd-digits <= 19 {
+		var u uint64
+		for _, c := range src[digits:intEnd] {
+			u = u*10 + uint64(c-'0')
+		}
+		switch {
+		case !neg && u <= math.MaxInt64:
+			return int64(u), 0, true, nil
+		case neg && u <= 1<<63:
+			return int64(-u), 0, true, nil // -1<<63 wraps to itself
+		}
+	}
+	f, err = strconv.ParseFloat(string(src[start:d.pos]), 64)
+	if err != nil {
+		// Only a range error is possible for a well-formed number.
+		return 0, 0, false, d.syntax("number out of range")
+	}
+	return 0, f, false, nil
+}
+
+// scanNumber moves d.pos past the JSON number there, checking only its
+// syntax: its integer digits are src[digits:intEnd]; isInt is false when it
+// has a fraction or an exponent.
+func (d *decoder) scanNumber() (digits, intEnd int, isInt bool, err error) {
+	src := d.src
 	if src[d.pos] == '-' {
-		neg = true
 		d.pos++
 	}
-	digits := d.pos
+	digits = d.pos
 	if d.pos < len(src) && src[d.pos] == '0' {
 		d.pos++
 	} else {
@@ -796,7 +907,7 @@ func (d *decoder) number() (i int64, f float64, isInt bool, err error) {
 	if d.pos == digits {
 		return 0, 0, false, d.syntax("invalid number")
 	}
-	intEnd := d.pos
+	intEnd = d.pos
 	isInt = true
 	if d.pos < len(src) && src[d.pos] == '.' {
 		isInt = false
@@ -823,24 +934,7 @@ func (d *decoder) number() (i int64, f float64, isInt bool, err error) {
 			return 0, 0, false, d.syntax("invalid number")
 		}
 	}
-	if isInt && intEnd-digits <= 19 {
-		var u uint64
-		for _, c := range src[digits:intEnd] {
-			u = u*10 + uint64(c-'0')
-		}
-		switch {
-		case !neg && u <= math.MaxInt64:
-			return int64(u), 0, true, nil
-		case neg && u <= 1<<63:
-			return int64(-u), 0, true, nil // -1<<63 wraps to itself
-		}
-	}
-	f, err = strconv.ParseFloat(string(src[start:d.pos]), 64)
-	if err != nil {
-		// Only a range error is possible for a well-formed number.
-		return 0, 0, false, d.syntax("number out of range")
-	}
-	return 0, f, false, nil
+	return digits, intEnd, isInt, nil
 }
 
 // str reads a string at d.pos ('"'). The result aliases src or d.buf and is

@@ -219,10 +219,8 @@ func TestDecodeReuse(t *testing.T) {
 	}
 }
 
-// FuzzDecode: arbitrary input never panics, DecodeValue accepts exactly what
-// encoding/json accepts, and a document
-// DecodeLog/DecodeSpan accepts re-encodes to something they accept again.
-func FuzzDecode(f *testing.F) {
+// addDocumentSeeds adds the documents under testdata to f's corpus.
+func addDocumentSeeds(f *testing.F) {
 	for _, name := range []string{"testdata/log.json", "testdata/span.json", "testdata/contrib-samples.ndjson"} {
 		data, err := os.ReadFile(name)
 		if err != nil {
@@ -232,6 +230,13 @@ func FuzzDecode(f *testing.F) {
 			f.Add(line)
 		}
 	}
+}
+
+// FuzzDecode: arbitrary input never panics, DecodeValue accepts exactly what
+// encoding/json accepts, and a document
+// DecodeLog/DecodeSpan accepts re-encodes to something they accept again.
+func FuzzDecode(f *testing.F) {
+	addDocumentSeeds(f)
 	f.Add([]byte(`{"a":"\ud800\udc00\u0000","b":[1,-0.5e-3,{}]}`))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		err := DecodeValue(src, pcommon.NewValueEmpty())

@@ -114,6 +114,62 @@
 // Documents of another shape give an error matching ErrForeign; DecodeValue
 // reads any JSON document as a pcommon.Value for them.
 //
+// # Fallback shape
+//
+// A document that an index refuses for its shape (a mapping conflict: an
+// attribute named like the prefix of another, a key whose value changes
+// kind, maps nested deeper than the index allows, more distinct keys than
+// its field limit) can be sent again in the fallback shape that
+// AppendUnmapped writes: the top-level members whose names and types come
+// from the record's data, attributes, resource, instrumentationScope,
+// events and links, are taken out and written, in their order and as their
+// exact bytes, into one JSON object whose text is a JSON string under
+// "unmapped", the document's last member:
+//
+//	{"@timestamp":"…","body":"m","unmapped":"{\"attributes\":{\"a\":1},\"resource\":{…}}"}
+//
+// Every other member stays as it was, so time, ids, severity, body, span
+// name, kind and status keep their mapping and stay searchable as such. A
+// string cannot conflict with a mapping, adds at most one field (two with a
+// keyword sub-field) to the index whatever the record holds, and its words
+// stay searchable; when the index template maps "unmapped" in advance, a
+// fallback document adds no field at all, so an index at its field limit
+// still takes it.
+// A document without any of these members has no fallback shape:
+// AppendUnmapped returns it unchanged.
+//
+// DecodeLog, DecodeSpan and the group decoders read a fallback document as
+// if the members inside "unmapped" stood at the top level: the record is
+// exactly the one the original document gives (the same pdata, which
+// encodes to the same document bytes). Only those five members may be
+// inside, each once in the whole document.
+//
+// # Dead-letter documents
+//
+// A record the server refuses in both shapes is kept in a dead-letter index
+// (AppendDeadLetter, ParseDeadLetter):
+//
+//	@timestamp      when it was dead-lettered (RFC 3339 in UTC, nanoseconds)
+//	signal          "logs" or "traces"
+//	index           the index the record was meant for
+//	id              its _id ("" when the server was to generate one)
+//	status          the HTTP status of the refused item
+//	error           {"type", "reason", "caused_by": {"type", "reason"}}: the server's
+//	                answer to the last attempt, in full; caused_by only when given
+//	shape           the shape refused last: "original" or "unmapped"
+//	document        the original document (never the fallback shape) as one JSON string
+//
+// The document is a string so that nothing in it is ever mapped: whatever
+// the record holds, its dead-letter document has these same few fields, and
+// a search by error type or reason finds it. DecodeLog (for signal "logs") and DecodeSpan (for
+// "traces"), and so the group decoders, read a dead-letter document as the
+// record its "document" holds, exactly as that document itself decodes;
+// reading a dead-letter index with them replays its records. A dead-letter
+// document is recognised by a string "document" and an object "error";
+// one of the other signal, or whose document is not one of ours, matches
+// ErrForeign. Strings in it are written like the encoder's (invalid UTF-8
+// as U+FFFD).
+//
 // # Mapping notes
 //
 // Typed attribute values mean that one attribute key seen with two JSON

@@ -16,16 +16,7 @@ import (
 // record gives the same bytes; AppendLog equals Encoder without schema URLs.
 func checkLog(t testing.TB, e *entropy) {
 	t.Helper()
-	logs := plog.NewLogs()
-	rl := logs.ResourceLogs().AppendEmpty()
-	sl := rl.ScopeLogs().AppendEmpty()
-	lr := sl.LogRecords().AppendEmpty()
-	e.origin(rl.Resource(), sl.Scope())
-	if e.intn(2) == 0 {
-		rl.SetSchemaUrl(e.str())
-		sl.SetSchemaUrl(e.str())
-	}
-	e.log(lr)
+	logs, rl, sl, lr := randomLog(e)
 
 	var enc Encoder
 	enc.ResetLogs(rl, sl)
@@ -79,16 +70,7 @@ func checkLog(t testing.TB, e *entropy) {
 
 func checkSpan(t testing.TB, e *entropy) {
 	t.Helper()
-	traces := ptrace.NewTraces()
-	rs := traces.ResourceSpans().AppendEmpty()
-	ss := rs.ScopeSpans().AppendEmpty()
-	span := ss.Spans().AppendEmpty()
-	e.origin(rs.Resource(), ss.Scope())
-	if e.intn(2) == 0 {
-		rs.SetSchemaUrl(e.str())
-		ss.SetSchemaUrl(e.str())
-	}
-	e.span(span)
+	traces, rs, ss, span := randomSpan(e)
 
 	var enc Encoder
 	enc.ResetTraces(rs, ss)
@@ -134,6 +116,37 @@ func checkSpan(t testing.TB, e *entropy) {
 	if again := enc.AppendSpan(nil, ospan); !bytes.Equal(again, doc) {
 		t.Fatalf("re-encoding differs\n%s\n%s", doc, again)
 	}
+}
+
+// randomLog builds one record from e, with its resource, scope and
+// (sometimes) schema URLs.
+func randomLog(e *entropy) (plog.Logs, plog.ResourceLogs, plog.ScopeLogs, plog.LogRecord) {
+	logs := plog.NewLogs()
+	rl := logs.ResourceLogs().AppendEmpty()
+	sl := rl.ScopeLogs().AppendEmpty()
+	lr := sl.LogRecords().AppendEmpty()
+	e.origin(rl.Resource(), sl.Scope())
+	if e.intn(2) == 0 {
+		rl.SetSchemaUrl(e.str())
+		sl.SetSchemaUrl(e.str())
+	}
+	e.log(lr)
+	return logs, rl, sl, lr
+}
+
+// randomSpan is randomLog for a span.
+func randomSpan(e *entropy) (ptrace.Traces, ptrace.ResourceSpans, ptrace.ScopeSpans, ptrace.Span) {
+	traces := ptrace.NewTraces()
+	rs := traces.ResourceSpans().AppendEmpty()
+	ss := rs.ScopeSpans().AppendEmpty()
+	span := ss.Spans().AppendEmpty()
+	e.origin(rs.Resource(), ss.Scope())
+	if e.intn(2) == 0 {
+		rs.SetSchemaUrl(e.str())
+		ss.SetSchemaUrl(e.str())
+	}
+	e.span(span)
+	return traces, rs, ss, span
 }
 
 func TestRoundTripRandomLogs(t *testing.T) {
