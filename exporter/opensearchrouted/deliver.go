@@ -441,7 +441,8 @@ func (e *osExporter) reportPermanent(c *call, n int, authErr error) error {
 			index, _, _ := c.batch.Item(int32(it))
 			e.log.Warn("OpenSearch refused a document permanently; it is dropped",
 				zap.String("index", index), zap.Int("status", o.Status),
-				zap.String("error.type", o.ErrorType), zap.String("error.reason", bulk.SafeReason(o.ErrorReason)))
+				zap.String("error.type", o.ErrorType), zap.String("error.reason", bulk.SafeReason(o.ErrorReason)),
+				zap.String("error.cause", cause(o)))
 			logged++
 		}
 	}

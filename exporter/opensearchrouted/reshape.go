@@ -50,7 +50,7 @@ func (e *osExporter) reshape(c *call) int {
 		}
 		switch c.shape[it] {
 		case shapeOriginal:
-			if shapeRefused(o) && e.toUnmapped(c, it) {
+			if bulk.IsShapeRefusal(o) && e.toUnmapped(c, it) {
 				moved++
 				continue
 			}
@@ -76,7 +76,7 @@ func (c *call) original(it int32) []byte {
 // attribute objects to move (or cannot be rewritten).
 func (e *osExporter) toUnmapped(c *call, it int32) bool {
 	src := c.batch.Source(it)
-	doc, err := unmappedShape(c.scratch[:0], src)
+	doc, err := ss4o.AppendUnmapped(c.scratch[:0], src)
 	if err != nil || len(doc) == len(src) {
 		return false
 	}
@@ -95,13 +95,13 @@ func (e *osExporter) toUnmapped(c *call, it int32) bool {
 func (e *osExporter) toDeadLetter(c *call, it int32, o bulk.Outcome) bool {
 	index, id, _ := c.batch.Item(it)
 	doc := c.original(it)
-	dl := deadLetter{
+	dl := ss4o.DeadLetter{
 		Time: time.Now(), Signal: e.signal.String(), Index: index, ID: id,
 		Status: o.Status, ErrorType: o.ErrorType, ErrorReason: o.ErrorReason,
+		CauseType: o.CauseType, CauseReason: o.CauseReason,
 		Shape: shapeNames[c.shape[it]], Document: doc,
 	}
-	fillCause(&dl, o)
-	out := appendDeadLetter(c.scratch[:0], &dl)
+	out := ss4o.AppendDeadLetter(c.scratch[:0], &dl)
 	c.scratch = out
 	// The dead-letter _id: the same for every attempt of this record.
 	key := append(append(append(append(c.scratch2[:0], index...), 0), id...), 0)
@@ -122,7 +122,7 @@ func (e *osExporter) toDeadLetter(c *call, it int32, o bulk.Outcome) bool {
 			zap.String("index", index), zap.String("dead_letter.index", e.deadLetterIndex()),
 			zap.String("shape", dl.Shape), zap.Int("status", o.Status),
 			zap.String("error.type", o.ErrorType), zap.String("error.reason", bulk.SafeReason(o.ErrorReason)),
-			causeField(o))
+			zap.String("error.cause", cause(o)))
 	}
 	return true
 }
@@ -132,4 +132,15 @@ func (e *osExporter) deadLetterIndex() string {
 		return e.cfg.DeadLetter.TracesIndex
 	}
 	return e.cfg.DeadLetter.LogsIndex
+}
+
+// cause is o's caused_by, type and reason, fit to log ("" when none).
+func cause(o bulk.Outcome) string {
+	switch {
+	case o.CauseType == "" && o.CauseReason == "":
+		return ""
+	case o.CauseReason == "":
+		return o.CauseType
+	}
+	return o.CauseType + ": " + bulk.SafeReason(o.CauseReason)
 }

@@ -287,10 +287,22 @@ func fill(out []Outcome, o Outcome) {
 	}
 }
 
-// send sends items, splitting on 413.
+// send sends items, splitting on 413 and on a whole-request validation
+// failure.
 func (c *Client) send(ctx context.Context, tg *target, b *Batch, items []int32, out []Outcome, res *Result) *RequestError {
 	status, err := c.once(ctx, tg, b, items, out, res)
-	if status != http.StatusRequestEntityTooLarge || err != nil {
+	split := status == http.StatusRequestEntityTooLarge && err == nil
+	if err != nil && IsValidationFailure(err) {
+		// Nothing of the request was written: send it in halves until each
+		// refused item is alone, so that one bad item does not take its
+		// neighbours with it. An item refused alone keeps the refusal as
+		// its outcome (once filled it).
+		if len(items) == 1 {
+			return nil
+		}
+		split = true
+	}
+	if !split {
 		return err
 	}
 	if len(items) == 1 {

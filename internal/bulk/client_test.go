@@ -355,6 +355,54 @@ func TestSendSplitsOn413(t *testing.T) {
 	}
 }
 
+// TestSendIsolatesValidationFailures: a whole request refused with 400
+// action_request_validation_exception (an _id over 512 bytes, as OpenSearch
+// refuses it: nothing written) is sent again in halves until each bad item
+// is alone; every good item is written, each bad one keeps the refusal.
+func TestSendIsolatesValidationFailures(t *testing.T) {
+	b, items := testBatch(t, 16, 100)
+	bad := map[int32]bool{}
+	for _, k := range []int{3, 11} {
+		it := add(t, b, "logs", strings.Repeat("B", 600), `{"x":1}`)
+		items = append(items[:k], append([]int32{it}, items[k:]...)...)
+		bad[it] = true
+	}
+	var mu sync.Mutex
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		requests++
+		mu.Unlock()
+		if bytes.Contains(body, []byte(strings.Repeat("B", 600))) {
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error":{"root_cause":[{"type":"action_request_validation_exception","reason":"Validation Failed: 1: id [BBBB] is too long, must be no longer than 512 bytes but was: 600;"}],"type":"action_request_validation_exception","reason":"Validation Failed: 1: id [BBBB] is too long, must be no longer than 512 bytes but was: 600;"},"status":400}`)
+			return
+		}
+		_, resp := echoAll(readBulk(t, r.URL.Path, body))
+		io.WriteString(w, resp)
+	}))
+	defer srv.Close()
+	out := make([]Outcome, len(items))
+	res, err := testClient().Send(context.Background(), srv.URL, b, items, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, it := range items {
+		switch {
+		case bad[it]:
+			if out[k].Status != 400 || out[k].ErrorType != "action_request_validation_exception" || Classify(out[k]) != Permanent || strings.Contains(SafeReason(out[k].ErrorReason), "BBBB") {
+				t.Fatalf("bad item %d: %+v", k, out[k])
+			}
+		case Classify(out[k]) != Done:
+			t.Fatalf("good item %d: %+v", k, out[k])
+		}
+	}
+	if res.Counts[Done] != 16 || res.Counts[Permanent] != 2 || requests > 2*5*2 {
+		t.Fatalf("result %+v after %d requests", res, requests)
+	}
+}
+
 func TestSend413LargeUnreadBody(t *testing.T) {
 	// A body far larger than the server reads before answering 413 and
 	// closing: the answer must still be seen as 413 (then split), not as a
