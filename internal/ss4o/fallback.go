@@ -1,7 +1,6 @@
 package ss4o
 
 import (
-	"bytes"
 	"errors"
 	"unicode/utf8"
 )
@@ -160,14 +159,18 @@ func appendEscaped(dst, b []byte) []byte {
 }
 
 // unmappedField reads the string value of "unmapped" (the text of the
-// object of moved members) as a copy: the decoder's string scratch is
-// reused while the members are read.
+// object of moved members) into a buffer of its own: the decoder's string
+// scratch is reused while the members are read. The rest of the document
+// bounds the unescaped length, so the buffer is allocated once.
 func (d *decoder) unmappedField(key []byte) ([]byte, error) {
 	if d.peek() != '"' {
 		return nil, foreign(key, "not a string")
 	}
+	scratch := d.buf
+	d.buf = make([]byte, 0, len(d.src)-d.pos)
 	s, err := d.str()
-	return bytes.Clone(s), err
+	d.buf = scratch
+	return s, err
 }
 
 // restoreUnmapped reads the members held in the text of a fallback
