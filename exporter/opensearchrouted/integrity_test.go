@@ -2,11 +2,16 @@ package opensearchrouted
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/opensearchrouted/opensearchrouted/testbed/ossim"
 )
@@ -109,4 +114,72 @@ func TestIDFits(t *testing.T) {
 			t.Errorf("idFits(%d bytes %.8q…) = %v, want %v", len(c.s), c.s, got, c.want)
 		}
 	}
+}
+
+// checkWriteBlock: a write block (index.blocks.write, as shrink, clone,
+// ISM and operators set it) on index, set before an export and cleared
+// while the collector's retry resends what the calls hand back: every
+// record is stored exactly once, none is counted failed.
+func checkWriteBlock(t *testing.T, base, index string, e *osExporter, reader *sdkmetric.ManualReader) {
+	t.Helper()
+	block := func(on bool) error {
+		req, _ := http.NewRequest("PUT", base+"/"+index+"/_settings", strings.NewReader(fmt.Sprintf(`{"index.blocks.write":%v}`, on)))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("blocks.write %v: HTTP %d", on, resp.StatusCode)
+		}
+		return nil
+	}
+	if err := block(true); err != nil {
+		t.Fatal(err)
+	}
+	cleared := make(chan error, 1)
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		cleared <- block(false)
+	}()
+	const n = 500
+	err := e.pushLogs(context.Background(), makeLogs(0, n))
+	calls := 1
+	for ; err != nil && calls < 100; calls++ {
+		var le consumererror.Logs
+		if !errors.As(err, &le) {
+			t.Fatalf("call %d: not handed back for retry: %v", calls, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		err = e.pushLogs(context.Background(), le.Data())
+	}
+	if err := <-cleared; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatalf("after %d calls: %v", calls, err)
+	}
+	if calls < 2 {
+		t.Fatal("the block refused nothing")
+	}
+	bySeq, _, _ := seqsStored(t, base, index)
+	checkOnce(t, bySeq, 0, n)
+	if f := sumMetric(t, reader, "otelcol.opensearchrouted.documents", map[string]string{"outcome": "failed"}); f != 0 {
+		t.Fatalf("%d counted failed", f)
+	}
+	if d := sumMetric(t, reader, "otelcol.opensearchrouted.documents", map[string]string{"outcome": "dead_lettered"}); d != 0 {
+		t.Fatalf("%d dead-lettered", d)
+	}
+}
+
+func TestWriteBlockRetriedEmulator(t *testing.T) {
+	sim := ossim.StartT(t, ossim.Options{Nodes: 3, NoHopLatency: true, DefaultShards: 3})
+	if code := httpJSON(t, "PUT", sim.Addr(0)+"/blocked", "", nil); code != 200 {
+		t.Fatalf("create: HTTP %d", code)
+	}
+	cfg := testConfig(sim.Addrs())
+	cfg.LogsIndex = "blocked"
+	e, reader := startExporter(t, cfg, signalLogs)
+	checkWriteBlock(t, sim.Addr(0), "blocked", e, reader)
 }

@@ -495,6 +495,14 @@ func TestRealCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("write block set then cleared", func(t *testing.T) {
+		createIndex(t, base, "blocked", 3, 0)
+		cfg := testConfig(c.Addrs())
+		cfg.LogsIndex = "blocked"
+		e, reader := startExporter(t, cfg, signalLogs)
+		checkWriteBlock(t, base, "blocked", e, reader)
+	})
+
 	t.Run("mapping conflicts stored in the unmapped shape", func(t *testing.T) {
 		body := `{"settings":{"index":{"number_of_shards":3,"number_of_replicas":0}},"mappings":{"properties":{"attributes":{"properties":{"code":{"type":"long"}}}}}}`
 		if code := httpJSON(t, "PUT", base+"/perm", body, nil); code != 200 {
