@@ -559,3 +559,33 @@ func BenchmarkEncodeCall(b *testing.B) {
 	}
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/record")
 }
+
+// BenchmarkItemValidation is the per-record cost of the checks that keep
+// an item valid before it is sent: an attribute id's length (idFits, for a
+// typical id and for one over the limit) and a span's zero ids.
+func BenchmarkItemValidation(b *testing.B) {
+	typical := "order-7f3a9c2e-4b1d-4e8a-9f6b-2c5d8e1a0b3c"
+	long := strings.Repeat("x", 600)
+	span := makeSpans(0, 1).ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	b.Run("attribute_id", func(b *testing.B) {
+		for b.Loop() {
+			if !idFits(typical) {
+				b.Fatal("typical id refused")
+			}
+		}
+	})
+	b.Run("attribute_id_too_long", func(b *testing.B) {
+		for b.Loop() {
+			if idFits(long) {
+				b.Fatal("long id accepted")
+			}
+		}
+	})
+	b.Run("span_ids", func(b *testing.B) {
+		for b.Loop() {
+			if span.TraceID().IsEmpty() || span.SpanID().IsEmpty() {
+				b.Fatal("zero ids")
+			}
+		}
+	})
+}
