@@ -240,9 +240,19 @@ func hostPort(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(
 func checkFree(addr string) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("demo: %s is in use (%v): stop what listens there or pick other ports (osrdemo -help)", addr, err)
+		return fmt.Errorf("demo: %s is in use (%v): stop what listens there, or pick other ports (osrdemo -help; make demo DEMO_FLAGS=-free-ports)", addr, err)
 	}
 	return l.Close()
+}
+
+// CheckFree fails naming the first of addrs that is already taken.
+func CheckFree(addrs ...string) error {
+	for _, a := range addrs {
+		if err := checkFree(a); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // FreePort returns a free port on 127.0.0.1.
