@@ -247,7 +247,7 @@ func buildLauncher(ctx context.Context, version, javaHome string, logf func(stri
 	if _, err := os.Stat(done); err == nil {
 		return l, nil
 	}
-	lock, err := lockFile(ctx, filepath.Join(cache, "build.lock"), "build "+version, nil)
+	lock, err := lockFile(ctx, filepath.Join(cache, "build.lock"), Holder{What: "launcher build for OpenSearch " + version}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: launcher build lock: %w", err)
 	}

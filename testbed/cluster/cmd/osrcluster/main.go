@@ -6,6 +6,7 @@
 //	osrcluster down  -dir DIR
 //	osrcluster build [-version 2.19.6]
 //	osrcluster java  [-version 2.19.6]   (the JDK a cluster would use; exit 1 if none fits)
+//	osrcluster check                     (exit 1 if a cluster of `up` holds the machine lock: make test runs it first)
 //
 // `up` leaves the nodes running after it exits (they hold the machine-wide
 // real-cluster lock, so tests needing a real cluster wait until `down`).
@@ -49,6 +50,12 @@ func main() {
 			log.Fatal(err)
 		}
 		fmt.Println("launcher for OpenSearch", *version, "in", d)
+	case "check":
+		msg, err := cluster.CheckMachineLock()
+		if err != nil {
+			log.Fatalf("osrcluster check: %v", err)
+		}
+		fmt.Println(msg)
 	case "java":
 		java, major, err := cluster.JavaFor(*version)
 		if err != nil {
@@ -93,6 +100,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: osrcluster up|down|build|java [flags] (see go doc)")
+	fmt.Fprintln(os.Stderr, "usage: osrcluster up|down|build|java|check [flags] (see go doc)")
 	os.Exit(2)
 }
