@@ -5,11 +5,34 @@ TEST_TIMEOUT ?= 25m
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: test fmt fmt-check vet bench
+.PHONY: test test-fast check-cluster-lock fmt fmt-check vet bench
 
-## test: gofmt check, go vet, and every test with the race detector.
-test: fmt-check vet
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+# Packages whose tests start real OpenSearch clusters (their tests import
+# testbed/cluster, or are testbed/cluster's own).
+CLUSTER_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' $(PKGS) | \
+	awk '{ for (i = 1; i <= NF; i++) if ($$i ~ /\/testbed\/cluster$$/) { print $$1; break } }')
+GO_PKGS = $(filter-out $(CLUSTER_PKGS),$(shell $(GO) list $(PKGS)))
+# Tests of the cluster packages that start no real cluster (for test-fast).
+REAL_CLUSTER_TESTS ?= RealCluster|RealOpenSearch|TestClusterForms|TestRoutingVectorsAgainstServer|TestSplitKeepsRoutingShards|TestTopologyShapes|TestWriteShapes|TestDataStreamShapes|TestCatShardsRelocatingShape|TestPITShapes|TestPITContextLossAfterKill|TestTinyWriteQueue|TestOrphanedNodesExit
+
+## test: gofmt check, go vet, and every test with the race detector. The
+## packages without real clusters run in parallel; then those with real
+## clusters, one package at a time, so that none waits for another's
+## cluster (only one runs on the machine at a time) inside its test timeout.
+test: fmt-check vet check-cluster-lock
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(GO_PKGS)
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -p 1 $(CLUSTER_PKGS)
+
+## test-fast: the same without Java: every test except those of real
+## OpenSearch clusters (the emulator suites stay); OSR_REALCLUSTER=off makes
+## any real-cluster test that the skip list misses fail, not pass.
+test-fast: fmt-check vet
+	OSR_REALCLUSTER=off $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -skip '$(REAL_CLUSTER_TESTS)' $(PKGS)
+
+## check-cluster-lock: fails at once if a cluster of `make opensearch-up` holds
+## the machine's real-cluster lock (the tests would wait for it forever).
+check-cluster-lock:
+	@$(GO) run ./testbed/cluster/cmd/osrcluster check
 
 fmt:
 	gofmt -w $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
@@ -38,22 +61,24 @@ opensearch-up:
 opensearch-down:
 	$(GO) run ./testbed/cluster/cmd/osrcluster down -dir $(OPENSEARCH_DIR)
 
-## build: install ocb (pinned) into ./dist/bin and build ./dist/otelcol-opensearchrouted
-## from builder-config.yaml.
-OCB_VERSION ?= v0.165.0
-.PHONY: build demo demo-opensearch
-build:
-	GOBIN=$(CURDIR)/dist/bin $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
-	$(CURDIR)/dist/bin/builder --config builder-config.yaml
+## build: ./dist/otelcol-opensearchrouted from builder-config.yaml: ocb (pinned,
+## installed into ./dist/bin) generates the sources when they are missing or
+## stale, then the binary is compiled as ocb compiles it (CGO_ENABLED=0,
+## -trimpath, -ldflags=-s -w), so later builds are incremental. make demo and
+## the docs test build it the same way (testbed/demo.EnsureCollector).
+.PHONY: build demo demo-opensearch osrdemo
+osrdemo:
+	$(GO) build -o dist/osrdemo ./testbed/demo/cmd/osrdemo
+
+build: osrdemo
+	./dist/osrdemo -build-only
 
 ## demo: the collector against a 3-node emulated cluster, routing on vs off,
 ## side by side (Go only). DEMO_FLAGS passes flags to osrdemo (-help lists them).
 ## demo-opensearch: the same against a real 3-node OpenSearch cluster (needs Java 17+).
 DEMO_FLAGS ?=
-demo:
-	$(GO) build -o dist/osrdemo ./testbed/demo/cmd/osrdemo
+demo: osrdemo
 	./dist/osrdemo -backend emulator $(DEMO_FLAGS)
 
-demo-opensearch:
-	$(GO) build -o dist/osrdemo ./testbed/demo/cmd/osrdemo
+demo-opensearch: osrdemo
 	./dist/osrdemo -backend opensearch $(DEMO_FLAGS)

@@ -1,5 +1,8 @@
 // Command opensearch-shard prints the shard a document lands in, computed
-// with OpenSearch's own routing formula.
+// with OpenSearch's own routing formula, with the layout it used:
+//
+//	$ opensearch-shard -shards 5 hello
+//	shard 4 of 5 for id "hello" (routing_num_shards 640, routing_partition_size 1)
 //
 //	opensearch-shard -shards N [-routing-shards R] [-partition-size P] ID [ROUTING]
 //	opensearch-shard -tsv < rows   # id<TAB>routing<TAB>N<TAB>R<TAB>p per line
@@ -39,6 +42,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if *tsv {
@@ -58,7 +64,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "opensearch-shard:", err)
 		return 1
 	}
-	fmt.Fprintln(stdout, shard)
+	r := *routingShards
+	if r == 0 {
+		r = routing.DefaultRoutingShards(*shards)
+	}
+	what := fmt.Sprintf("id %q", id)
+	if rt != "" {
+		what += fmt.Sprintf(", routing %q", rt)
+	}
+	fmt.Fprintf(stdout, "shard %d of %d for %s (routing_num_shards %d, routing_partition_size %d)\n", shard, *shards, what, r, *partition)
 	return 0
 }
 

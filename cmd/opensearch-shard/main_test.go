@@ -13,11 +13,12 @@ func TestSingle(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	// hash("hello") = -675079799; floorMod(.., 640) = 521; 521/128 = 4.
-	if out.String() != "4\n" {
+	if out.String() != "shard 4 of 5 for id \"hello\" (routing_num_shards 640, routing_partition_size 1)\n" {
 		t.Fatalf("got %q", out.String())
 	}
 	out.Reset()
-	if code := run([]string{"-shards", "4", "-routing-shards", "8", "-partition-size", "3", "a_1", "a"}, nil, &out, &errb); code != 0 || out.String() != "2\n" {
+	if code := run([]string{"-shards", "4", "-routing-shards", "8", "-partition-size", "3", "a_1", "a"}, nil, &out, &errb); code != 0 ||
+		out.String() != "shard 2 of 4 for id \"a_1\", routing \"a\" (routing_num_shards 8, routing_partition_size 3)\n" {
 		t.Fatalf("partitioned: exit %d, %q %s", code, out.String(), errb.String())
 	}
 	errb.Reset()
@@ -26,6 +27,10 @@ func TestSingle(t *testing.T) {
 	}
 	if code := run([]string{"x"}, nil, &out, &errb); code != 2 {
 		t.Fatalf("missing -shards: exit %d", code)
+	}
+	errb.Reset()
+	if code := run([]string{"-help"}, nil, &out, &errb); code != 0 || !strings.Contains(errb.String(), "usage: opensearch-shard") {
+		t.Fatalf("-help: exit %d, %q", code, errb.String())
 	}
 }
 

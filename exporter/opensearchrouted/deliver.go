@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -450,11 +451,7 @@ func (e *osExporter) reportPermanent(c *call, n int, authErr error) error {
 		byType["encoding_failed"] += c.encodeFailed
 		n += c.encodeFailed
 	}
-	parts := make([]string, 0, len(byType))
-	for t, k := range byType {
-		parts = append(parts, fmt.Sprintf("%s: %d", t, k))
-	}
-	msg := fmt.Sprintf("opensearchrouted: %d %s dropped, refused permanently (%s)", n, e.signal.noun(), strings.Join(parts, ", "))
+	msg := fmt.Sprintf("opensearchrouted: %d %s dropped, refused permanently (%s)", n, e.signal.noun(), countsByType(byType))
 	if authErr != nil {
 		msg += ": " + authErr.Error()
 		e.log.Error("OpenSearch refused the exporter's credentials", zap.Error(authErr))
@@ -475,9 +472,25 @@ func (e *osExporter) retrySummary(c *call) string {
 			byType[t]++
 		}
 	}
-	parts := make([]string, 0, len(byType))
-	for t, k := range byType {
-		parts = append(parts, fmt.Sprintf("%s: %d", t, k))
+	return countsByType(byType)
+}
+
+// countsByType lists record counts by error type, largest first:
+// "500 × connection_error, 3 × HTTP 503".
+func countsByType(byType map[string]int) string {
+	types := make([]string, 0, len(byType))
+	for t := range byType {
+		types = append(types, t)
+	}
+	sort.Slice(types, func(i, j int) bool {
+		if byType[types[i]] != byType[types[j]] {
+			return byType[types[i]] > byType[types[j]]
+		}
+		return types[i] < types[j]
+	})
+	parts := make([]string, len(types))
+	for i, t := range types {
+		parts[i] = fmt.Sprintf("%d × %s", byType[t], t)
 	}
 	return strings.Join(parts, ", ")
 }

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/opensearchrouted/opensearchrouted/exporter/opensearchrouted/internal/metadata"
 	"github.com/opensearchrouted/opensearchrouted/internal/bulk"
@@ -143,7 +144,7 @@ func acquireShared(ctx context.Context, e *osExporter, host component.Host) (*sh
 		StatsInterval:      statsInterval,
 		WindowCeiling:      e.cfg.Routing.WindowCeiling,
 		Disabled:           !e.cfg.Routing.Enabled,
-		Logger:             e.log,
+		Logger:             withoutSignal(e.log),
 		OnRefresh:          e.tel.refreshed,
 	})
 	if err != nil {
@@ -167,6 +168,22 @@ func acquireShared(ctx context.Context, e *osExporter, host component.Host) (*sh
 	sh := &shared{refs: 1, router: router, client: &bulk.Client{HTTP: bulkClient, Header: header}, http: httpClient, bulkTr: bulkTr, tel: e.tel}
 	shareds[e.cfg] = sh
 	return sh, nil
+}
+
+// withoutSignal is l without the otelcol.signal attribute the collector
+// adds to a component's logger: the router (node health, discovery) is
+// shared by the logs and the traces exporter of one configuration, and its
+// lines must not name the signal of whichever started first.
+func withoutSignal(l *zap.Logger) *zap.Logger {
+	type dropper interface {
+		DropInjectedAttributes(attrs ...string) zapcore.Core
+	}
+	return l.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		if d, ok := c.(dropper); ok {
+			return d.DropInjectedAttributes("otelcol.signal")
+		}
+		return c
+	}))
 }
 
 // releaseShared drops one reference; the last one stops the router, its

@@ -369,7 +369,7 @@ func TestRefusedDocumentsReshapedOrDeadLettered(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = e.pushLogs(context.Background(), logs())
-	if !consumererror.IsPermanent(err) || !strings.Contains(err.Error(), "3 log records dropped") || !strings.Contains(err.Error(), "mapper_parsing_exception: 3") {
+	if !consumererror.IsPermanent(err) || !strings.Contains(err.Error(), "3 log records dropped") || !strings.Contains(err.Error(), "3 × mapper_parsing_exception") {
 		t.Fatalf("dead-letter refused too: %v", err)
 	}
 	if strings.Contains(err.Error(), "secret") {
@@ -418,14 +418,14 @@ func TestRetrySummaryNamesCauses(t *testing.T) {
 
 	err := e.pushLogs(context.Background(), makeLogs(0, 9))
 	var le consumererror.Logs
-	if !errors.As(err, &le) || le.Data().LogRecordCount() != 3 || !strings.Contains(err.Error(), "3 of 9 log records not stored yet (rejected_execution_exception: 3)") {
+	if !errors.As(err, &le) || le.Data().LogRecordCount() != 3 || !strings.Contains(err.Error(), "3 of 9 log records not stored yet (3 × rejected_execution_exception)") {
 		t.Fatalf("429s: %v", err)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err = e.pushLogs(ctx, makeLogs(0, 9))
-	if !errors.As(err, &le) || le.Data().LogRecordCount() != 9 || !strings.Contains(err.Error(), "9 of 9 log records not stored yet (canceled: 9)") {
+	if !errors.As(err, &le) || le.Data().LogRecordCount() != 9 || !strings.Contains(err.Error(), "9 of 9 log records not stored yet (9 × canceled)") {
 		t.Fatalf("canceled call: %v", err)
 	}
 }

@@ -2,6 +2,8 @@ package routing
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Discovery endpoints (spec §3). filter_path keeps responses small.
@@ -63,6 +66,33 @@ func (e *HTTPError) Forbidden() bool {
 func isForbidden(err error) bool {
 	var he *HTTPError
 	return errors.As(err, &he) && he.Forbidden()
+}
+
+// failureReason names why a discovery call failed, for the start-up
+// warning: refused (nothing listens), tls (handshake or certificate),
+// forbidden (401/403), HTTP <status>, malformed response, or unreachable
+// (timeouts, no route, unknown host, reset).
+func failureReason(err error) string {
+	var he *HTTPError
+	var cve *tls.CertificateVerificationError
+	var rhe tls.RecordHeaderError
+	var uae x509.UnknownAuthorityError
+	var hne x509.HostnameError
+	switch {
+	case errors.As(err, &he) && he.Forbidden():
+		return "forbidden"
+	case errors.As(err, &he):
+		return fmt.Sprintf("HTTP %d", he.Status)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.As(err, &cve), errors.As(err, &rhe), errors.As(err, &uae), errors.As(err, &hne),
+		strings.Contains(err.Error(), "tls: "), strings.Contains(err.Error(), "x509: "),
+		strings.Contains(err.Error(), "HTTP response to HTTPS client"):
+		return "tls"
+	case errors.Is(err, errMalformed):
+		return "malformed response"
+	}
+	return "unreachable"
 }
 
 // errMalformed marks a response that could not be understood.

@@ -95,6 +95,7 @@ type Router struct {
 
 	refreshMu   sync.Mutex // serialises refreshes
 	lastRefresh time.Time  // guarded by refreshMu
+	startWarned bool       // the first failed discovery was logged; guarded by refreshMu
 	warned      sync.Map   // call name → struct{}: one warning per refused call
 
 	trigger chan string
@@ -520,7 +521,15 @@ func (r *Router) Refresh(ctx context.Context, trigger string) error {
 	default:
 		outcome = "error"
 		r.RefreshErrors.Add(1)
-		if ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+		case r.topo.Load() == nil && !r.startWarned:
+			// Until a discovery succeeds nothing is routed: say why once,
+			// at start, not only when data flows.
+			r.startWarned = true
+			r.log.Warn("OpenSearch topology discovery failed; documents are sent unrouted through the configured endpoints until it succeeds",
+				zap.String("reason", failureReason(err)), zap.Strings("endpoints", r.opts.Seeds), zap.Error(err))
+		default:
 			r.log.Debug("topology refresh failed; keeping the previous snapshot", zap.String("trigger", trigger), zap.Error(err))
 		}
 	}

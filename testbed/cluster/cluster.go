@@ -99,6 +99,7 @@ type Cluster struct {
 	dir     string
 	ownDir  bool
 	lock    *os.File
+	holder  Holder // what the machine lock's file says about this cluster
 	client  *http.Client
 	tb      testing.TB // when set, method errors also fail the test
 
@@ -163,6 +164,10 @@ func StartProcess(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	if os.Getenv("OSR_REALCLUSTER") == "off" {
+		return nil, errors.New("cluster: real OpenSearch clusters are off (OSR_REALCLUSTER=off, as make test-fast sets) " +
+			"and this needs one: a test that starts a cluster belongs in REAL_CLUSTER_TESTS in the Makefile")
+	}
 	version := opts.Version
 	if version == "" {
 		version = DefaultVersion()
@@ -177,7 +182,11 @@ func StartProcess(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	c := &Cluster{opts: opts, version: version, l: l, client: &http.Client{Timeout: 60 * time.Second}}
 	c.opts.Logf = logf
-	lock, err := lockFile(ctx, MachineLockPath(), fmt.Sprintf("%d-node OpenSearch %s", opts.nodes(), version), logf)
+	c.holder = Holder{What: fmt.Sprintf("%d-node OpenSearch %s", opts.nodes(), version), Detached: opts.Detached}
+	if opts.Detached {
+		c.holder.Dir, _ = filepath.Abs(opts.Dir)
+	}
+	lock, err := lockFile(ctx, MachineLockPath(), c.holder, logf)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: only one real cluster runs at a time: %w", err)
 	}
@@ -530,7 +539,17 @@ func (c *Cluster) spawn(i int) (int64, error) {
 	}()
 	c.mu.Lock()
 	nd.proc = p
+	c.holder.Nodes = c.holder.Nodes[:0]
+	for _, n := range c.nodes {
+		if n.proc != nil {
+			c.holder.Nodes = append(c.holder.Nodes, n.proc.cmd.Process.Pid)
+		}
+	}
+	h := c.holder
 	c.mu.Unlock()
+	// The nodes keep the lock after this process exits: the record names them.
+	h.PID, h.Program, h.Since = os.Getpid(), filepath.Base(os.Args[0]), time.Now().UTC().Format(time.RFC3339)
+	writeHolder(c.lock, h)
 	return off, nil
 }
 

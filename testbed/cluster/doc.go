@@ -14,6 +14,6 @@
 //
 // Java is required: without a JDK, Start fails the test (never skips).
 // OpenSearch 2.x runs on Java 17; 3.x needs Java 21+ (JAVA_HOME, or the
-// newer Temurin JDK found at /usr/lib/jvm/temurin-25-jdk-amd64).
+// newest Java 21+ JDK installed in the system's JVM directory).
 // $OSR_OPENSEARCH_VERSION changes the default version.
 package cluster

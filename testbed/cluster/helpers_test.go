@@ -28,6 +28,10 @@ func TestMain(m *testing.M) {
 		orphanHelper()
 		return
 	}
+	if mode := os.Getenv("OSR_LOCK_HELPER"); mode != "" {
+		lockHelper(mode)
+		return
+	}
 	code := m.Run()
 	closeShared()
 	os.Exit(code)

@@ -21,9 +21,10 @@ import (
 // launcherMain is the Java class that starts one node (testbed/opensearch).
 const launcherMain = "org.opensearchrouted.testbed.Launcher"
 
-// newerJDK is where the machines of this project keep a Java 21+ JDK, needed
-// by OpenSearch 3.x. Used only when JAVA_HOME is not set.
-const newerJDK = "/usr/lib/jvm/temurin-25-jdk-amd64"
+// jvmDir is where Debian and Ubuntu packages (and most Linux JDK packages)
+// install JDKs, one home per directory. Searched for a Java 21+ JDK for
+// OpenSearch 3.x when JAVA_HOME is not set.
+var jvmDir = "/usr/lib/jvm"
 
 // launcher is a built launcher: the java binary and the classpath to run it.
 type launcher struct {
@@ -71,15 +72,14 @@ func isMajor3OrLater(version string) bool {
 }
 
 // findJava resolves the JDK for a version: javaHome if given, else
-// $JAVA_HOME, else (3.x) the newer JDK, else `java` on PATH.
+// $JAVA_HOME, else (3.x) the newest Java 21+ JDK installed under jvmDir,
+// else `java` on PATH.
 func findJava(version, javaHome string) (java, home string, err error) {
 	if javaHome == "" {
 		javaHome = os.Getenv("JAVA_HOME")
 	}
 	if javaHome == "" && isMajor3OrLater(version) {
-		if _, err := os.Stat(filepath.Join(newerJDK, "bin", "java")); err == nil {
-			javaHome = newerJDK
-		}
+		javaHome = newestJDK(jvmDir, 21)
 	}
 	if javaHome != "" {
 		java = filepath.Join(javaHome, "bin", "java")
@@ -91,9 +91,78 @@ func findJava(version, javaHome string) (java, home string, err error) {
 	java, err = exec.LookPath("java")
 	if err != nil {
 		return "", "", errors.New("cluster: java not found on PATH and JAVA_HOME not set: real OpenSearch tests need a JDK " +
-			"(apt-get install openjdk-17-jdk-headless maven; 3.x needs JAVA_HOME=" + newerJDK + ")")
+			"(e.g. apt-get install openjdk-17-jdk-headless maven; OpenSearch 3.x needs a JDK 21+: set JAVA_HOME to it)")
 	}
 	return java, "", nil
+}
+
+// JavaFor reports the java binary a cluster of this OpenSearch version would
+// run on and its major version (0 if unknown), or an error when there is no
+// JDK or it is too old (2.x needs 17+, 3.x 21+).
+func JavaFor(version string) (java string, major int, err error) {
+	java, home, err := findJava(version, "")
+	if err != nil {
+		return "", 0, err
+	}
+	if home == "" {
+		if real, err := filepath.EvalSymlinks(java); err == nil {
+			home = filepath.Dir(filepath.Dir(real))
+		}
+	}
+	major = jdkMajor(home)
+	need := 17
+	if isMajor3OrLater(version) {
+		need = 21
+	}
+	if major != 0 && major < need {
+		return java, major, fmt.Errorf("cluster: OpenSearch %s needs Java %d+; %s is Java %d (set JAVA_HOME to a newer JDK)", version, need, java, major)
+	}
+	return java, major, nil
+}
+
+// newestJDK returns the home of the JDK with the highest major version at
+// least min among the directories of dir (read from each home's `release`
+// file, JAVA_VERSION="25.0.3"), or "" if there is none.
+func newestJDK(dir string, min int) string {
+	entries, _ := os.ReadDir(dir)
+	best, bestMajor := "", 0
+	for _, e := range entries {
+		home := filepath.Join(dir, e.Name())
+		major := jdkMajor(home)
+		if major < min || major <= bestMajor {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(home, "bin", "java")); err == nil {
+			best, bestMajor = home, major
+		}
+	}
+	return best
+}
+
+// jdkMajor reads the major Java version of a JDK home from its release
+// file; 0 if it cannot.
+func jdkMajor(home string) int {
+	b, err := os.ReadFile(filepath.Join(home, "release"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		v, ok := strings.CutPrefix(strings.TrimSpace(line), "JAVA_VERSION=")
+		if !ok {
+			continue
+		}
+		v = strings.Trim(v, `"`)
+		v = strings.TrimPrefix(v, "1.") // 1.8.0 → 8
+		n := 0
+		for _, r := range v {
+			if r < '0' || r > '9' {
+				break
+			}
+			n = n*10 + int(r-'0')
+		}
+		return n
+	}
+	return 0
 }
 
 // sourceHash hashes every file of the Maven project except build output,
@@ -178,7 +247,7 @@ func buildLauncher(ctx context.Context, version, javaHome string, logf func(stri
 	if _, err := os.Stat(done); err == nil {
 		return l, nil
 	}
-	lock, err := lockFile(ctx, filepath.Join(cache, "build.lock"), "build "+version, nil)
+	lock, err := lockFile(ctx, filepath.Join(cache, "build.lock"), Holder{What: "launcher build for OpenSearch " + version}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: launcher build lock: %w", err)
 	}

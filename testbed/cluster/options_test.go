@@ -123,3 +123,41 @@ func TestJavaMissingIsAClearError(t *testing.T) {
 		t.Fatalf("findJava without java on PATH: %v", err)
 	}
 }
+
+func TestNewestJDKReadsReleaseFiles(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name, release string, withJava bool) {
+		home := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Join(home, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if release != "" {
+			os.WriteFile(filepath.Join(home, "release"), []byte(release), 0o644)
+		}
+		if withJava {
+			os.WriteFile(filepath.Join(home, "bin", "java"), []byte("#!/bin/sh\n"), 0o755)
+		}
+	}
+	mk("java-17-openjdk-amd64", "IMPLEMENTOR=x\nJAVA_VERSION=\"17.0.15\"\n", true)
+	mk("java-1.8.0", "JAVA_VERSION=\"1.8.0_402\"\n", true)
+	mk("temurin-25-jdk-amd64", "JAVA_VERSION=\"25.0.3\"\n", true)
+	mk("jdk-26-broken", "JAVA_VERSION=\"26\"\n", false) // no bin/java
+	mk("no-release", "", true)
+	if got, want := newestJDK(dir, 21), filepath.Join(dir, "temurin-25-jdk-amd64"); got != want {
+		t.Errorf("newestJDK(21) = %q, want %q", got, want)
+	}
+	if got := newestJDK(dir, 27); got != "" {
+		t.Errorf("newestJDK(27) = %q, want none", got)
+	}
+	if got := jdkMajor(filepath.Join(dir, "java-1.8.0")); got != 8 {
+		t.Errorf("jdkMajor(1.8.0) = %d, want 8", got)
+	}
+	t.Setenv("JAVA_HOME", "")
+	old := jvmDir
+	jvmDir = dir
+	defer func() { jvmDir = old }()
+	java, home, err := findJava("3.9.0", "")
+	if err != nil || home != filepath.Join(dir, "temurin-25-jdk-amd64") || java != filepath.Join(home, "bin", "java") {
+		t.Errorf("findJava(3.9.0) = %q, %q, %v", java, home, err)
+	}
+}

@@ -146,6 +146,20 @@ func total(ns []NodeCounts, f func(NodeCounts) int64) int64 {
 	return t
 }
 
+func (r Run) unrouted() int64 {
+	var un int64
+	for _, n := range r.Unrouted {
+		un += n
+	}
+	return un
+}
+
+// Resent is how many more sends the exporter counted than records sent:
+// the attempts after the first of retried records.
+func (r Run) Resent() int64 {
+	return max(0, r.Direct+r.unrouted()-r.Sent())
+}
+
 // Ok reports whether every accepted record is stored exactly once.
 func (r Run) Ok() bool { return r.Missing() == 0 && r.DuplicatesStored() == 0 && r.Sent() > 0 }
 
@@ -209,11 +223,7 @@ func Format(w io.Writer, title string, runs ...Run) error {
 	row("duplicates stored", func(r Run) string { return fmt.Sprintf("%d", r.DuplicatesStored()) })
 	row("  retries absorbed as 409", func(r Run) string { return fmt.Sprintf("%d", r.Conflicts) })
 	row("sent to the primary's node", func(r Run) string {
-		var un int64
-		for _, n := range r.Unrouted {
-			un += n
-		}
-		return fmt.Sprintf("%d (%s)", r.Direct, pct(r.Direct, r.Direct+un))
+		return fmt.Sprintf("%d (%s)", r.Direct, pct(r.Direct, r.Direct+r.unrouted()))
 	})
 	row("  unrouted, by reason", func(r Run) string {
 		reasons := make([]string, 0, len(r.Unrouted))
@@ -230,6 +240,11 @@ func Format(w io.Writer, title string, runs ...Run) error {
 		}
 		return strings.Join(parts, ", ")
 	})
+	if anyRun(runs, func(r Run) bool { return r.Resent() > 0 }) {
+		// documents_routed counts every attempt: a retried record is in the
+		// two rows above once per attempt.
+		row("  of these, sent again (retries)", func(r Run) string { return fmt.Sprintf("%d", r.Resent()) })
+	}
 	if anyRun(runs, func(r Run) bool { return r.Forwarded() >= 0 }) {
 		row("items forwarded node→node", func(r Run) string {
 			f, recv := r.Forwarded(), r.Received()

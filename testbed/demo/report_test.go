@@ -1,8 +1,14 @@
 package demo
 
 import (
+	"context"
+	"fmt"
 	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -188,5 +194,56 @@ func TestFromMetricsAndFormat(t *testing.T) {
 	_ = Format(&out, "t", missing)
 	if !strings.Contains(out.String(), "(10 MISSING)") || !strings.Contains(out.String(), "NO") {
 		t.Errorf("missing documents not shown:\n%s", out.String())
+	}
+}
+
+// The exporter counts a call when it returns, after its documents are
+// stored: the run reads the metrics only once every record sent is counted.
+func TestWaitCountedWaitsForTheLastCalls(t *testing.T) {
+	var scrapes atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := int64(56200)
+		if scrapes.Add(1) > 3 {
+			n = 60200
+		}
+		fmt.Fprintf(w, "otelcol_opensearchrouted_documents{outcome=\"indexed\",signal=\"logs\"} %d\n", n)
+		fmt.Fprintf(w, "otelcol_opensearchrouted_documents_routed{path=\"unrouted\",reason=\"disabled\"} %d\n", n)
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	m, err := waitCounted(context.Background(), port, 60200, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Run
+	r.LogsSent = 60200
+	r.FromMetrics(m)
+	if r.unrouted() != 60200 || r.Resent() != 0 {
+		t.Errorf("unrouted %d, resent %d after %d scrapes: want 60200 and 0", r.unrouted(), r.Resent(), scrapes.Load())
+	}
+	// Bounded: a count that never arrives returns the last scrape.
+	start := time.Now()
+	if _, err := waitCounted(context.Background(), port, 70000, 200*time.Millisecond); err != nil || time.Since(start) > 5*time.Second {
+		t.Errorf("waitCounted past its limit: %v after %v", err, time.Since(start))
+	}
+}
+
+// Every record is in exactly one of the routed and unrouted rows; the sends
+// of retried records beyond their first are shown on a row of their own.
+func TestRoutedRowsAddUp(t *testing.T) {
+	r := Run{Label: "routing on", LogsSent: 1000, SpansSent: 500, LogsStored: 1000, SpansStored: 500,
+		Direct: 1400, Unrouted: map[string]int64{"unknown_index": 130}}
+	var b strings.Builder
+	if err := Format(&b, "t", r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"1400 (91.5%)", "unknown_index 130", "of these, sent again (retries)   30"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if got := r.Direct + r.unrouted() - r.Resent(); got != r.Sent() {
+		t.Errorf("rows add up to %d, want %d", got, r.Sent())
 	}
 }

@@ -139,7 +139,9 @@ func RunOnce(ctx context.Context, b Backend, o Options, routing bool, dataset st
 	}
 	run.Elapsed = time.Since(start)
 
-	m, err := scrape(ctx, o.MetricsPort)
+	// The exporter records a call's counts when the call returns, after its
+	// documents are stored: wait until every record sent is counted.
+	m, err := waitCounted(ctx, o.MetricsPort, run.Sent(), 10*time.Second)
 	if err != nil {
 		return run, fmt.Errorf("reading the collector's metrics: %w", err)
 	}
@@ -240,9 +242,19 @@ func hostPort(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(
 func checkFree(addr string) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("demo: %s is in use (%v): stop what listens there or pick other ports (osrdemo -help)", addr, err)
+		return fmt.Errorf("demo: %s is in use (%v): stop what listens there, or pick other ports (osrdemo -help; make demo DEMO_FLAGS=-free-ports)", addr, err)
 	}
 	return l.Close()
+}
+
+// CheckFree fails naming the first of addrs that is already taken.
+func CheckFree(addrs ...string) error {
+	for _, a := range addrs {
+		if err := checkFree(a); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // FreePort returns a free port on 127.0.0.1.
@@ -374,6 +386,38 @@ func scrape(ctx context.Context, port int) (Metrics, error) {
 		return nil, fmt.Errorf("GET /metrics: HTTP %d", resp.StatusCode)
 	}
 	return ParseMetrics(resp.Body)
+}
+
+// waitCounted scrapes the collector's metrics until the exporter has
+// counted want records both by route (documents_routed) and by final outcome
+// (documents: indexed, duplicate or failed), or limit passes; it returns the
+// last scrape either way.
+func waitCounted(ctx context.Context, port int, want int64, limit time.Duration) (Metrics, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		m, err := scrape(ctx, port)
+		if err != nil {
+			return nil, err
+		}
+		if counted(m) >= want || time.Now().After(deadline) {
+			return m, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(storePoll):
+		}
+	}
+}
+
+// counted is the fewer of the records counted by route and by final outcome.
+func counted(m Metrics) int64 {
+	routed := int64(m.Sum("otelcol_opensearchrouted_documents_routed", nil))
+	var final int64
+	for _, o := range []string{"indexed", "duplicate", "failed"} {
+		final += int64(m.Sum("otelcol_opensearchrouted_documents", map[string]string{"outcome": o}))
+	}
+	return min(routed, final)
 }
 
 // countDocs refreshes index and returns its document count (0 if it does

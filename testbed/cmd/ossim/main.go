@@ -8,6 +8,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -44,6 +45,9 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) int {
 	fs.Int64Var(&o.MaxContentLength, "max-content-length", 0, "http.max_content_length in bytes (0: 100mb)")
 	fs.IntVar(&o.DefaultReplicas, "default-replicas", 0, "replicas of auto-created indices (0: 1; negative: none)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fs.NArg() > 0 {

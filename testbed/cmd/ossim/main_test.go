@@ -87,4 +87,8 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	if code := run([]string{"--port", "0", "extra"}, &out, &errb, nil); code != 2 {
 		t.Errorf("extra argument: code %d", code)
 	}
+	var help syncBuf
+	if code := run([]string{"-help"}, &out, &help, nil); code != 0 || !strings.Contains(help.String(), "-nodes") {
+		t.Errorf("-help: code %d, %q", code, help.String())
+	}
 }

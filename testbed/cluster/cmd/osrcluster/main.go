@@ -5,6 +5,8 @@
 //	osrcluster up    -dir DIR [-nodes 3] [-version 2.19.6] [-heap 512m] [-write-queue N] [-zones a,b,c]
 //	osrcluster down  -dir DIR
 //	osrcluster build [-version 2.19.6]
+//	osrcluster java  [-version 2.19.6]   (the JDK a cluster would use; exit 1 if none fits)
+//	osrcluster check                     (exit 1 if a cluster of `up` holds the machine lock: make test runs it first)
 //
 // `up` leaves the nodes running after it exits (they hold the machine-wide
 // real-cluster lock, so tests needing a real cluster wait until `down`).
@@ -48,6 +50,18 @@ func main() {
 			log.Fatal(err)
 		}
 		fmt.Println("launcher for OpenSearch", *version, "in", d)
+	case "check":
+		msg, err := cluster.CheckMachineLock()
+		if err != nil {
+			log.Fatalf("osrcluster check: %v", err)
+		}
+		fmt.Println(msg)
+	case "java":
+		java, major, err := cluster.JavaFor(*version)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("OpenSearch %s runs on %s (Java %d)\n", *version, java, major)
 	case "up":
 		if *dir == "" {
 			log.Fatal("osrcluster up: -dir is required")
@@ -86,6 +100,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: osrcluster up|down|build [flags] (see go doc)")
+	fmt.Fprintln(os.Stderr, "usage: osrcluster up|down|build|java|check [flags] (see go doc)")
 	os.Exit(2)
 }

@@ -43,7 +43,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	freePorts := fs.Bool("free-ports", false, "pick free ports instead of -otlp, -metrics-port, -health-port, -port")
 	config := fs.String("config", "testbed/demo/collector.yaml", "collector configuration, relative to the repository root")
 	storeTimeout := fs.Duration("store-timeout", 60*time.Second, "how long to wait for every record to be stored")
+	buildOnly := fs.Bool("build-only", false, "build ./dist/otelcol-opensearchrouted (as make build does) and exit")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if *backend != "emulator" && *backend != "opensearch" {
@@ -63,6 +67,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	if *freePorts {
+		*osPort = 0
+	} else if !*buildOnly {
+		// Before the build, which can take minutes: a port in use fails now.
+		addrs := []string{*otlp, fmt.Sprintf("127.0.0.1:%d", *metricsPort), fmt.Sprintf("127.0.0.1:%d", *healthPort)}
+		if *backend == "emulator" {
+			for i := 0; i < 3; i++ {
+				addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", *osPort+i))
+			}
+		}
+		if err := demo.CheckFree(addrs...); err != nil {
+			fmt.Fprintf(stderr, "osrdemo: %v\n", err)
+			return 1
+		}
+	}
+	start := time.Now()
 	fmt.Fprintln(stderr, "osrdemo: building the collector (./dist)...")
 	bin, err := demo.EnsureCollector(ctx, root, stderr)
 	if err != nil {
@@ -71,6 +91,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 130
 		}
 		return 1
+	}
+	fmt.Fprintf(stderr, "osrdemo: %s is built (%s)\n", bin, time.Since(start).Round(100*time.Millisecond))
+	if *buildOnly {
+		return 0
 	}
 
 	o := demo.Options{
@@ -93,7 +117,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		o.OTLPAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
 		o.MetricsPort, o.HealthPort = ports[1], ports[2]
-		*osPort = 0
 	}
 	dir, err := os.MkdirTemp("", "osrdemo-")
 	if err != nil {
