@@ -454,6 +454,8 @@ func TestRealCluster(t *testing.T) {
 		if res.Hits.Total.Value != deadLetters {
 			t.Fatalf("%d dead-letter documents found by index and error.type, want %d", res.Hits.Total.Value, deadLetters)
 		}
+		// The replay path: the backfill receiver reads them back.
+		checkReplay(t, replayDeadLetters(t, c.Addrs(), "strict-deadletter", deadLetters), loadHostileLogs(t))
 	})
 
 	t.Run("rollover", func(t *testing.T) {
