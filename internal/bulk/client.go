@@ -238,8 +238,9 @@ func IsRetryable(err error) bool {
 //   - per-item results of the server, classified by Classify;
 //   - a whole-request failure: the error is a *RequestError and each item
 //     that got no per-item result carries the failure: Status 0 and one of
-//     the Err* types (Retry), or the HTTP status (429 and 5xx: Retry; 401,
-//     403 and other 4xx: Permanent) with the server's error type and reason;
+//     the Err* types (Retry), or the HTTP status (429, 5xx and a
+//     cluster_block_exception: Retry; 401, 403 and other 4xx: Permanent)
+//     with the server's error type and reason;
 //   - 413 (request too large): Send splits the items in halves and sends
 //     each half on its own, recursively; an item refused with 413 on its own
 //     gets Status 413, ErrTooLarge (Permanent). After a 413 split, a failure

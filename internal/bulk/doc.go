@@ -10,7 +10,9 @@
 //	Client.Send            POST {node}/_bulk with those items' bytes read
 //	                       straight from the arena, parse the per-item results
 //	Classify               Done, Duplicate, Retry or Permanent, decided here
-//	                       and nowhere else
+//	                       and nowhere else; IsShapeRefusal tells the
+//	                       Permanent items refused for their document's shape
+//	                       (IsValidationFailure: a request refused whole)
 //	Transport              an HTTP/1.1 RoundTripper for Send: request written
 //	                       (copied from the arena, head and body in one
 //	                       write) and answer read on the sending goroutine,
@@ -20,7 +22,7 @@
 // Bulk never computes shards (internal/routing does) and never encodes
 // documents (the exporter does). It never logs: errors and outcomes carry what
 // the caller needs, and no error message ever holds document contents or
-// credentials (log an item's reason through SafeReason).
+// credentials (log an item's reason and cause reason through SafeReason).
 //
 // Invariants:
 //   - Item numbers are positions in commit order; Split and Send keep the

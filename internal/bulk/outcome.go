@@ -113,6 +113,13 @@ const (
 // Classify is the one place that turns an item's outcome into what to do
 // with it.
 func Classify(o Outcome) Class {
+	if o.Status >= 200 && o.Status < 300 && o.ErrorType == "" {
+		return Done // the common case, inlined
+	}
+	return classify(&o)
+}
+
+func classify(o *Outcome) Class {
 	switch {
 	case o.ErrorType == "rejected_execution_exception" || o.ErrorType == "es_rejected_execution_exception":
 		return Retry
