@@ -369,7 +369,7 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 			wo = routing.Rejected
 		case bulk.KindServer, bulk.KindBadResponse, bulk.KindCanceled:
 			wo = routing.Failure
-		case bulk.KindAuth, bulk.KindRejected:
+		case bulk.KindAuth, bulk.KindRejected, bulk.KindBlocked:
 			// The node answered; the window is not the problem.
 		}
 	case err != nil:
