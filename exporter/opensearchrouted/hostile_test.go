@@ -222,20 +222,13 @@ func seqsStored(t testing.TB, base string, indices ...string) (bySeq map[int64]i
 	bySeq = map[int64]int{}
 	for _, index := range indices {
 		httpJSON(t, "POST", base+"/"+index+"/_refresh?ignore_unavailable=true", "", nil)
-		var res struct {
-			Hits struct {
-				Hits []struct {
-					Source json.RawMessage `json:"_source"`
-				} `json:"hits"`
-			} `json:"hits"`
-		}
-		code := httpJSON(t, "POST", base+"/"+index+"/_search?size=10000&ignore_unavailable=true", `{"query":{"match_all":{}}}`, &res)
+		hits, code := searchSources(t, base+"/"+index+"/_search?size=10000&ignore_unavailable=true", `{"query":{"match_all":{}}}`)
 		if code != 200 {
 			t.Fatalf("search %s: HTTP %d", index, code)
 		}
-		for _, h := range res.Hits.Hits {
+		for _, src := range hits {
 			doc := map[string]any{}
-			if err := json.Unmarshal(h.Source, &doc); err != nil {
+			if err := json.Unmarshal(src, &doc); err != nil {
 				t.Fatalf("%s: %v", index, err)
 			}
 			if d, ok := doc["document"].(string); ok {
@@ -254,12 +247,35 @@ func seqsStored(t testing.TB, base string, indices ...string) (bySeq map[int64]i
 			attrs, _ := doc["attributes"].(map[string]any)
 			seq, ok := attrs["seq"].(float64)
 			if !ok {
-				t.Fatalf("%s: a document without seq: %.300s", index, h.Source)
+				t.Fatalf("%s: a document without seq: %.300s", index, src)
 			}
 			bySeq[int64(seq)]++
 		}
 	}
 	return bySeq, unmapped, deadLetters
+}
+
+// searchSources runs the search at url (with body, if any) and returns
+// the hits' _source and the HTTP status.
+func searchSources(t testing.TB, url, body string) ([]json.RawMessage, int) {
+	t.Helper()
+	var res struct {
+		Hits struct {
+			Hits []struct {
+				Source json.RawMessage `json:"_source"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	method := "GET"
+	if body != "" {
+		method = "POST"
+	}
+	code := httpJSON(t, method, url, body, &res)
+	out := make([]json.RawMessage, len(res.Hits.Hits))
+	for i, h := range res.Hits.Hits {
+		out[i] = h.Source
+	}
+	return out, code
 }
 
 // checkOnce fails unless every seq of [from, from+n) is stored exactly

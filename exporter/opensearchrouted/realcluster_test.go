@@ -177,23 +177,17 @@ func TestRealCluster(t *testing.T) {
 		if got := count(t, base, ds); got != len(set) {
 			t.Fatalf("stored %d of %d", got, len(set))
 		}
-		var res struct {
-			Hits struct {
-				Hits []struct {
-					Source json.RawMessage `json:"_source"`
-				} `json:"hits"`
-			} `json:"hits"`
+		hits, code := searchSources(t, base+"/"+ds+"/_search?size=10&sort=@timestamp:asc", "")
+		if code != 200 || len(hits) != len(set) {
+			t.Fatalf("search: HTTP %d, %d hits", code, len(hits))
 		}
-		if code := httpJSON(t, "GET", base+"/"+ds+"/_search?size=10&sort=@timestamp:asc", "", &res); code != 200 || len(res.Hits.Hits) != len(set) {
-			t.Fatalf("search: HTTP %d, %d hits", code, len(res.Hits.Hits))
-		}
-		for i, h := range res.Hits.Hits {
+		for i, src := range hits {
 			want := pcommon.NewValueEmpty()
 			set[i](want)
 			got := plog.NewLogs().ResourceLogs().AppendEmpty()
 			gsl := got.ScopeLogs().AppendEmpty()
 			glr := gsl.LogRecords().AppendEmpty()
-			if err := ss4o.DecodeLog(h.Source, got, gsl, glr); err != nil {
+			if err := ss4o.DecodeLog(src, got, gsl, glr); err != nil {
 				t.Fatalf("document %d: %v", i, err)
 			}
 			if b := glr.Body(); b.Type() != want.Type() || (b.Type() != pcommon.ValueTypeDouble && !b.Equal(want)) {
@@ -270,7 +264,7 @@ func TestRealCluster(t *testing.T) {
 			got := plog.NewLogs().ResourceLogs().AppendEmpty()
 			gsl := got.ScopeLogs().AppendEmpty()
 			glr := gsl.LogRecords().AppendEmpty()
-			if err := ss4o.DecodeLog(h.Source, got, gsl, glr); err != nil {
+			if err := ss4o.DecodeLog(src, got, gsl, glr); err != nil {
 				t.Fatalf("document %d: %v", i, err)
 			}
 			want := ld.ResourceLogs().At(i)
