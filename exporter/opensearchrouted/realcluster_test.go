@@ -264,7 +264,7 @@ func TestRealCluster(t *testing.T) {
 			got := plog.NewLogs().ResourceLogs().AppendEmpty()
 			gsl := got.ScopeLogs().AppendEmpty()
 			glr := gsl.LogRecords().AppendEmpty()
-			if err := ss4o.DecodeLog(src, got, gsl, glr); err != nil {
+			if err := ss4o.DecodeLog(h.Source, got, gsl, glr); err != nil {
 				t.Fatalf("document %d: %v", i, err)
 			}
 			want := ld.ResourceLogs().At(i)
