@@ -16,6 +16,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/opensearchrouted/opensearchrouted/testbed/ossim"
 )
 
 var updateCorpus = flag.Bool("update", false, "rewrite testdata/hostile_*.pb from the corpus builders")
@@ -321,4 +323,51 @@ func pushHostile(t *testing.T, e *osExporter, base, target string, sig signal) (
 	bySeq, unmapped, deadLetters := seqsStored(t, base, target, e.deadLetterIndex())
 	checkOnce(t, bySeq, hostileSeq0, n)
 	return unmapped, deadLetters
+}
+
+// TestHostileCorpusEmulator is the real cluster's "hostile records stored
+// once" and "refused in both shapes: dead-lettered" on the emulator, whose
+// mapping model refuses what OpenSearch refuses: every record stored once,
+// as written, in the unmapped shape or in the dead-letter index, and none
+// counted failed.
+func TestHostileCorpusEmulator(t *testing.T) {
+	sim := ossim.StartT(t, ossim.Options{Nodes: 3, NoHopLatency: true, DefaultShards: 3})
+	for _, tc := range []struct {
+		name, dataset, index string
+		sig                  signal
+		deadLetters          bool
+	}{
+		{"logs", "hostile", "ss4o_logs-hostile-namespace", signalLogs, false},
+		{"spans", "hostile", "ss4o_traces-hostile-namespace", signalTraces, false},
+		{"logs without templates", "", "hostile-plain", signalLogs, false},
+		{"strict index", "", "strict", signalLogs, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(sim.Addrs())
+			if tc.dataset != "" {
+				cfg.InstallTemplates = true
+				cfg.Dataset = tc.dataset
+			} else {
+				cfg.LogsIndex = tc.index
+			}
+			if tc.deadLetters {
+				body := `{"mappings":{"dynamic":"strict","properties":{"@timestamp":{"type":"date_nanos"}}}}`
+				if code := httpJSON(t, "PUT", sim.Addr(0)+"/"+tc.index, body, nil); code != 200 {
+					t.Fatalf("create: HTTP %d", code)
+				}
+			}
+			e, reader := startExporter(t, cfg, tc.sig)
+			unmapped, deadLetters := pushHostile(t, e, sim.Addr(0), tc.index, tc.sig)
+			if f := sumMetric(t, reader, "otelcol.opensearchrouted.documents", map[string]string{"outcome": "failed"}); f != 0 {
+				t.Fatalf("%d counted failed", f)
+			}
+			t.Logf("%d in the unmapped shape, %d dead-lettered", unmapped, deadLetters)
+			switch {
+			case tc.deadLetters && deadLetters != hostileNormal+len(hostileRecords):
+				t.Fatalf("%d dead-lettered, want all %d", deadLetters, hostileNormal+len(hostileRecords))
+			case !tc.deadLetters && (unmapped < 6 || deadLetters != 0):
+				t.Fatalf("%d in the unmapped shape, %d dead-lettered", unmapped, deadLetters)
+			}
+		})
+	}
 }
