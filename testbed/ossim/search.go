@@ -1115,6 +1115,10 @@ func (q *request) handleDeleteDoc(index, id string) {
 }
 
 func (q *request) singleItem(it *bulkItem) {
+	if e := validateIDs([]*bulkItem{it}); e != nil {
+		q.failE(e)
+		return
+	}
 	c := q.n.c
 	c.mu.RLock()
 	_, exists := c.indices[it.name]
@@ -1135,6 +1139,10 @@ func (q *request) singleItem(it *bulkItem) {
 		extra := []string{"index", idx}
 		if r.indexUUID != "" {
 			extra = append(extra, "shard", strconv.Itoa(r.shardLabel), "index_uuid", r.indexUUID)
+		}
+		if r.cause != nil {
+			q.reply(r.status, errorBodyCause(r.status, r.errType, r.errReason, r.cause, extra...))
+			return
 		}
 		q.fail(r.status, r.errType, r.errReason, extra...)
 		return
