@@ -113,19 +113,26 @@ func lineCol(src []byte, pos int) (int, int) {
 }
 
 // jsonErr is a Jackson error at the parser's location (just after the
-// current token, which ends at end).
-func jsonErr(typ, msg string, src []byte, end int) *errCause {
+// current token, which ends at end): on 2.19.6 one cause of type typ, on
+// 3.9.0 (newer Jackson) an input_coercion_exception wrapping itself, with
+// the byte offset for the location.
+func jsonErr(v3 bool, typ, msg string, src []byte, end int) *errCause {
+	if v3 {
+		msg = strings.NewReplacer("can not use", "cannot use", "range of long", "range of `long`", "range of int ", "range of `int` ").Replace(msg)
+		r := fmt.Sprintf("%s\n at [Source: REDACTED (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); byte offset: #%d]", msg, end)
+		return &errCause{typ: "input_coercion_exception", reason: r, cause: &errCause{typ: "input_coercion_exception", reason: r}}
+	}
 	l, c := lineCol(src, end)
 	return &errCause{typ: typ, reason: fmt.Sprintf("%s\n at [Source: REDACTED (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); line: %d, column: %d]", msg, l, c)}
 }
 
 // objectCause is why an object (at start) cannot go into leaf f.
-func objectCause(f *mfield, src []byte, start int) *errCause {
+func objectCause(v3 bool, f *mfield, src []byte, start int) *errCause {
 	switch f.kind {
 	case kLong, kInteger, kShort, kByte, kDouble, kFloat, kHalfFloat:
-		return jsonErr("json_parse_exception", "Current token (START_OBJECT) not numeric, can not use numeric value accessors", src, start+1)
+		return jsonErr(v3, "json_parse_exception", "Current token (START_OBJECT) not numeric, can not use numeric value accessors", src, start+1)
 	case kBoolean:
-		return jsonErr("json_parse_exception", "Current token (START_OBJECT) not of boolean type", src, start+1)
+		return jsonErr(v3, "json_parse_exception", "Current token (START_OBJECT) not of boolean type", src, start+1)
 	}
 	l, c := lineCol(src, start)
 	return &errCause{typ: "illegal_state_exception", reason: fmt.Sprintf("Can't get text on a START_OBJECT at %d:%d", l, c)}
@@ -150,7 +157,7 @@ var javaRange = map[fkind]string{kLong: "long (-9223372036854775808 - 9223372036
 // checkScalar returns why a scalar (kind: '"', 't', 'f' or a number's
 // first byte; text: the string's value or the literal, which spans
 // src[start:end]) cannot go into f, or nil.
-func checkScalar(f *mfield, kind byte, text string, src []byte, start, end int) *errCause {
+func checkScalar(v3 bool, f *mfield, kind byte, text string, src []byte, end int) *errCause {
 	isStr := kind == '"'
 	isBool := kind == 't' || kind == 'f'
 	switch f.kind {
@@ -159,7 +166,7 @@ func checkScalar(f *mfield, kind byte, text string, src []byte, start, end int) 
 	case kLong, kInteger, kShort, kByte:
 		r := intRanges[f.kind]
 		if isBool {
-			return jsonErr("json_parse_exception", "Current token ("+tokenName(kind, text)+") not numeric, can not use numeric value accessors", src, end)
+			return jsonErr(v3, "json_parse_exception", "Current token ("+tokenName(kind, text)+") not numeric, can not use numeric value accessors", src, end)
 		}
 		if isStr {
 			if text == "" && !f.noCoerce {
@@ -183,7 +190,7 @@ func checkScalar(f *mfield, kind byte, text string, src []byte, start, end int) 
 		if strings.ContainsAny(text, ".eE") {
 			v, _ := strconv.ParseFloat(text, 64)
 			if v >= float64(r.max)+1 || v < float64(r.min) || math.IsInf(v, 0) {
-				return jsonErr("input_coercion_exception", fmt.Sprintf("Numeric value (%s) out of range of %s", text, javaRange[f.kind]), src, end)
+				return jsonErr(v3, "input_coercion_exception", fmt.Sprintf("Numeric value (%s) out of range of %s", text, javaRange[f.kind]), src, end)
 			}
 			if f.noCoerce && v != math.Trunc(v) {
 				return iae(fmt.Sprintf("%s cannot be converted to %s without data loss", javaDouble(v), javaBoxName(f.kind)))
@@ -192,12 +199,12 @@ func checkScalar(f *mfield, kind byte, text string, src []byte, start, end int) 
 		}
 		v, err := strconv.ParseInt(text, 10, 64)
 		if err != nil || v > r.max || v < r.min {
-			return jsonErr("input_coercion_exception", fmt.Sprintf("Numeric value (%s) out of range of %s", text, javaRange[f.kind]), src, end)
+			return jsonErr(v3, "input_coercion_exception", fmt.Sprintf("Numeric value (%s) out of range of %s", text, javaRange[f.kind]), src, end)
 		}
 		return nil
 	case kDouble, kFloat, kHalfFloat:
 		if isBool {
-			return jsonErr("json_parse_exception", "Current token ("+tokenName(kind, text)+") not numeric, can not use numeric value accessors", src, end)
+			return jsonErr(v3, "json_parse_exception", "Current token ("+tokenName(kind, text)+") not numeric, can not use numeric value accessors", src, end)
 		}
 		var v float64
 		if isStr {
@@ -228,7 +235,7 @@ func checkScalar(f *mfield, kind byte, text string, src []byte, start, end int) 
 			}
 			return iae("Failed to parse value [" + text + "] as only [true] or [false] are allowed.")
 		}
-		return jsonErr("json_parse_exception", "Current token ("+tokenName(kind, text)+") not of boolean type", src, end)
+		return jsonErr(v3, "json_parse_exception", "Current token ("+tokenName(kind, text)+") not of boolean type", src, end)
 	case kDate, kDateNanos:
 		return checkDate(f, text)
 	}

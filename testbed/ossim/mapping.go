@@ -88,6 +88,7 @@ type indexMapping struct {
 	depthLimit    int
 	nameLimit     int
 	top           map[string]any // top-level mapping keys echoed by GET _mapping
+	v3            bool           // refuse as OpenSearch 3.9.0 does
 }
 
 // newIndexMapping builds an index's mapping from its mappings (nil for
@@ -494,9 +495,13 @@ func (c *Cluster) setMappingLocked(im *indexMeta, s map[string]string, specs ...
 	if e != nil {
 		return e
 	}
+	m.v3 = c.v3()
 	im.mapping = m
 	return nil
 }
+
+// v3 reports whether the cluster answers as OpenSearch 3.x.
+func (c *Cluster) v3() bool { return strings.HasPrefix(c.opts.Version, "3.") }
 
 // mergeSpec merges b into a copy of a: objects recursively, other values
 // replaced.
@@ -522,7 +527,7 @@ func (m *indexMapping) clone() *indexMapping {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	n := &indexMapping{fields: make(map[string]*mfield, len(m.fields)), count: m.count, dynamic: m.dynamic, dateDetection: m.dateDetection,
-		templates: m.templates, totalLimit: m.totalLimit, depthLimit: m.depthLimit, nameLimit: m.nameLimit, top: m.top}
+		templates: m.templates, v3: m.v3, totalLimit: m.totalLimit, depthLimit: m.depthLimit, nameLimit: m.nameLimit, top: m.top}
 	for k, v := range m.fields {
 		n.fields[k] = v
 	}

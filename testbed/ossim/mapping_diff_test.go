@@ -275,10 +275,10 @@ func dumpObservations(t *testing.T, name string, obs []observation) {
 }
 
 func TestMappingDifferential(t *testing.T) {
-	emu := StartT(t, Options{Nodes: 1, NoHopLatency: true})
+	version := cluster.DefaultVersion()
+	emu := StartT(t, Options{Nodes: 1, NoHopLatency: true, Version: version})
 	emuObs := runMappingScenario(t, emu.Addr(0))
 	dumpObservations(t, "emu", emuObs)
-	version := cluster.DefaultVersion()
 	real := cluster.Start(t, cluster.Options{Nodes: 1, Version: version})
 	realObs := runMappingScenario(t, real.Addr(0))
 	dumpObservations(t, "real-"+version, realObs)

@@ -244,8 +244,13 @@ func (w *docWalk) members(sc scope) {
 			w.ws()
 		}
 		key := w.readString()
+		if w.m.v3 && utf8.RuneCountInString(key) > 50000 {
+			r := fmt.Sprintf("Name length (%d) exceeds the maximum allowed (50000, from `StreamReadConstraints.getMaxNameLength()`)", utf8.RuneCountInString(key))
+			w.fail(&osErr{status: 400, typ: "mapper_parsing_exception", reason: "failed to parse", cause: &errCause{typ: "stream_constraints_exception", reason: r, cause: &errCause{typ: "stream_constraints_exception", reason: r}}})
+			return
+		}
 		if w.duplicate(&seen, key) {
-			w.failParse("json_parse_exception", jsonErr("", "Duplicate field '"+key+"'", w.src, w.pos).reason)
+			w.failDuplicate(key)
 			return
 		}
 		w.ws()
@@ -262,6 +267,16 @@ func (w *docWalk) members(sc scope) {
 		w.value(sc, key, paths, true)
 	}
 	w.depth--
+}
+
+// failDuplicate refuses a repeated key as the server's JSON parser does.
+func (w *docWalk) failDuplicate(key string) {
+	if w.m.v3 {
+		r := fmt.Sprintf("Duplicate Object property \"%s\"\n at [Source: REDACTED (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); byte offset: #%d]", key, w.pos)
+		w.fail(&osErr{status: 400, typ: "mapper_parsing_exception", reason: "failed to parse", cause: &errCause{typ: "json_parse_exception", reason: r, cause: &errCause{typ: "stream_read_exception", reason: r}}})
+		return
+	}
+	w.failParse("json_parse_exception", jsonErr(false, "", "Duplicate field '"+key+"'", w.src, w.pos).reason)
 }
 
 // keySet holds an object's keys, to refuse a repeated one as the
@@ -603,7 +618,11 @@ func (w *docWalk) leaf(f *mfield, path string, c byte) {
 	}
 	start := w.pos
 	if c == '{' {
-		cause := objectCause(f, w.src, start)
+		if w.m.v3 && f.ignoreMalformed && f.kind >= kLong && f.kind <= kHalfFloat {
+			w.skipValue() // 3.x: ignore_malformed numbers keep an object in _source
+			return
+		}
+		cause := objectCause(w.m.v3, f, w.src, start)
 		preview := w.preview()
 		w.fail(&osErr{status: 400, typ: "mapper_parsing_exception",
 			reason: fmt.Sprintf("failed to parse field [%s] of type [%s] in document with id '%s'. Preview of field's value: '%s'", path, f.typ, w.id, preview),
@@ -611,7 +630,7 @@ func (w *docWalk) leaf(f *mfield, path string, c byte) {
 		return
 	}
 	kind, text := w.token()
-	if cause := checkScalar(f, kind, text, w.src, start, w.pos); cause != nil {
+	if cause := checkScalar(w.m.v3, f, kind, text, w.src, w.pos); cause != nil {
 		if f.ignoreMalformed {
 			return
 		}

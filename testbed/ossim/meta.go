@@ -178,6 +178,7 @@ func (c *Cluster) createIndexLocked(name string, s map[string]string, ds string)
 	if e != nil {
 		return nil, e
 	}
+	im.mapping.v3 = c.v3()
 	c.allocateNew(im)
 	c.indices[name] = im
 	return im, nil
