@@ -57,6 +57,7 @@ func (m *indexMapping) check(src []byte, id string) *osErr {
 		}
 	}
 	for _, p := range add {
+		p.f.path = p.path
 		m.fields[p.path] = p.f
 	}
 	m.count += n

@@ -53,6 +53,7 @@ const (
 
 // mfield is one mapped field or object.
 type mfield struct {
+	path            string // full path (set when mapped)
 	kind            fkind
 	typ             string // the type name the server reports
 	dynamic         dynMode
@@ -112,6 +113,7 @@ func newIndexMapping(spec map[string]any, s map[string]string, dataStream bool) 
 		m.top["_data_stream_timestamp"] = map[string]any{"enabled": true}
 		if m.fields["@timestamp"] == nil {
 			f, _ := parseFieldSpec(map[string]any{"type": "date"})
+			f.path = "@timestamp"
 			m.fields["@timestamp"] = f
 			m.count++
 		}
@@ -208,6 +210,7 @@ func (m *indexMapping) addProperties(prefix string, props map[string]any) *osErr
 		if e != nil {
 			return e
 		}
+		f.path = path
 		m.fields[path] = f
 		m.count += 1 + len(f.subs)
 		if f.kind == kObject {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // docWalk parses one document source (already known to be one valid JSON
@@ -23,6 +24,7 @@ type docWalk struct {
 	depth   int
 	arrays  int
 	pending []pendingField
+	buf     []byte
 	err     *osErr
 	termErr *osErr
 }
@@ -67,6 +69,33 @@ func (w *docWalk) ws() {
 			return
 		}
 	}
+}
+
+// readKey reads an object key at w.pos. A key without escapes is a view
+// of the source, not a copy: it must not outlive the walk (new field
+// paths are cloned when kept).
+func (w *docWalk) readKey() string {
+	start := w.pos + 1
+	i := start
+	for ; w.src[i] != '"'; i++ {
+		if w.src[i] == '\\' {
+			return w.readString()
+		}
+	}
+	w.pos = i + 1
+	if i == start {
+		return ""
+	}
+	return unsafe.String(&w.src[start], i-start)
+}
+
+// lookup is the mapped field at prefix.name, without building the path.
+func (w *docWalk) lookup(prefix, name string) *mfield {
+	if prefix == "" {
+		return w.m.fields[name]
+	}
+	w.buf = append(append(append(w.buf[:0], prefix...), '.'), name...)
+	return w.m.fields[string(w.buf)]
 }
 
 // readString reads a JSON string at w.pos and returns its value.
@@ -182,13 +211,13 @@ func (w *docWalk) skipString() {
 
 // splitPath splits a field name on dots as the server does (trailing
 // empty parts dropped), or fails.
-func (w *docWalk) splitPath(key string) []string {
+func (w *docWalk) splitPath(key string, one []string) []string {
 	if strings.IndexByte(key, '.') < 0 {
 		if key == "" {
 			w.failParse("illegal_argument_exception", "field name cannot be an empty string")
 			return nil
 		}
-		return []string{key}
+		return append(one[:0], key)
 	}
 	parts := strings.Split(key, ".")
 	for len(parts) > 0 && parts[len(parts)-1] == "" {
@@ -233,6 +262,7 @@ func (w *docWalk) members(sc scope) {
 		return
 	}
 	var seen keySet
+	var one [1]string
 	for w.err == nil {
 		w.ws()
 		if w.src[w.pos] == '}' {
@@ -243,7 +273,7 @@ func (w *docWalk) members(sc scope) {
 			w.pos++
 			w.ws()
 		}
-		key := w.readString()
+		key := w.readKey()
 		if w.m.v3 && utf8.RuneCountInString(key) > 50000 {
 			r := fmt.Sprintf("Name length (%d) exceeds the maximum allowed (50000, from `StreamReadConstraints.getMaxNameLength()`)", utf8.RuneCountInString(key))
 			w.fail(&osErr{status: 400, typ: "mapper_parsing_exception", reason: "failed to parse", cause: &errCause{typ: "stream_constraints_exception", reason: r, cause: &errCause{typ: "stream_constraints_exception", reason: r}}})
@@ -256,7 +286,7 @@ func (w *docWalk) members(sc scope) {
 		w.ws()
 		w.pos++ // ':'
 		w.ws()
-		paths := w.splitPath(key)
+		paths := w.splitPath(key, one[:])
 		if paths == nil {
 			return
 		}
@@ -282,7 +312,7 @@ func (w *docWalk) failDuplicate(key string) {
 // keySet holds an object's keys, to refuse a repeated one as the
 // server's parser does.
 type keySet struct {
-	few  [8]string
+	few  [32]string
 	n    int
 	many map[string]struct{}
 }
@@ -320,14 +350,14 @@ func (w *docWalk) disabledIn(sc scope, paths []string) bool {
 	}
 	p := sc.path
 	for _, part := range paths[:len(paths)-1] {
-		p = join(p, part)
-		f := w.m.fields[p]
+		f := w.lookup(p, part)
 		if f == nil || f.kind != kObject {
 			return false
 		}
 		if f.disabled {
 			return true
 		}
+		p = f.path
 	}
 	return false
 }
@@ -356,14 +386,17 @@ func (w *docWalk) existing(sc scope, paths []string) (*mfield, string) {
 	}
 	p := sc.path
 	for _, part := range paths[:len(paths)-1] {
-		p = join(p, part)
-		f := w.m.fields[p]
+		f := w.lookup(p, part)
 		if f == nil || f.kind != kObject {
 			return nil, ""
 		}
+		p = f.path
 	}
-	p = join(p, paths[len(paths)-1])
-	return w.m.fields[p], p
+	f := w.lookup(p, paths[len(paths)-1])
+	if f == nil {
+		return nil, ""
+	}
+	return f, f.path
 }
 
 func (w *docWalk) ownDynamic(sc scope) dynMode {
@@ -412,7 +445,7 @@ func (w *docWalk) dynamicParent(sc scope, paths []string) (scope, bool) {
 	for _, part := range paths[:len(paths)-1] {
 		p := join(sc.path, part)
 		if !sc.isNew {
-			if f := w.m.fields[p]; f != nil {
+			if f := w.lookup(sc.path, part); f != nil {
 				if f.kind != kObject {
 					w.fail(mapErrorf("Could not dynamically add mapping for field [%s]. Existing mapping for [%s] must be of type object but found [%s].", strings.Join(paths, "."), p, f.typ))
 					return sc, false
@@ -432,6 +465,7 @@ func (w *docWalk) dynamicParent(sc scope, paths []string) (scope, bool) {
 		if nf == nil || nf.kind != kObject {
 			nf = &mfield{kind: kObject, typ: "object", spec: map[string]any{}}
 		}
+		p = strings.Clone(p)
 		w.pending = append(w.pending, pendingField{p, nf})
 		sc = scope{p, nf, true}
 	}
@@ -470,7 +504,7 @@ func (w *docWalk) object(sc scope, key string, paths []string) {
 	if nf == nil {
 		nf = &mfield{kind: kObject, typ: "object", spec: map[string]any{}}
 	}
-	w.pending = append(w.pending, pendingField{p, nf})
+	w.pending = append(w.pending, pendingField{strings.Clone(p), nf})
 	if nf.kind != kObject {
 		w.leaf(nf, p, '{')
 		return
@@ -556,7 +590,7 @@ func (w *docWalk) scalar(sc scope, key string, paths []string, member bool) {
 	if nf == nil {
 		nf = defaultDynamicField(vt, dateFmt)
 	}
-	w.pending = append(w.pending, pendingField{p, nf})
+	w.pending = append(w.pending, pendingField{strings.Clone(p), nf})
 	w.leaf(nf, p, w.src[w.pos])
 }
 
@@ -628,6 +662,20 @@ func (w *docWalk) leaf(f *mfield, path string, c byte) {
 			reason: fmt.Sprintf("failed to parse field [%s] of type [%s] in document with id '%s'. Preview of field's value: '%s'", path, f.typ, w.id, preview),
 			cause:  cause})
 		return
+	}
+	if f.kind == kText || f.kind == kKeyword {
+		// Any scalar goes; only a string longer than a term can hold
+		// needs reading (for the keyword term limit).
+		if c == '"' {
+			w.skipString()
+			if w.pos-start-2 <= 32766 {
+				return
+			}
+			w.pos = start
+		} else {
+			w.skipValue()
+			return
+		}
 	}
 	kind, text := w.token()
 	if cause := checkScalar(w.m.v3, f, kind, text, w.src, w.pos); cause != nil {
