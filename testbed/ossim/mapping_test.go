@@ -3,7 +3,6 @@ package ossim
 import (
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 )
@@ -147,14 +146,4 @@ func BenchmarkMappingKnownPaths(b *testing.B) {
 			}
 		})
 	}
-}
-
-func ss4oLogDoc(b *testing.B) string {
-	raw, err := os.ReadFile("../../internal/ss4o/testdata/log.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	// The sample's mixed-kind array is refused by the template (two kinds
-	// under one new field): keep its other fields.
-	return strings.Replace(strings.TrimSpace(string(raw)), `"slice":["a",1]`, `"slice":["a","b"]`, 1)
 }
