@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -15,8 +16,10 @@ import (
 // mapping may have changed meanwhile) and its fields are added there, so
 // concurrent bulks see one consistent mapping.
 func (m *indexMapping) check(src []byte, id string) *osErr {
+	w := walkPool.Get().(*docWalk)
+	defer w.release()
+	w.reset(m, src, id)
 	m.mu.RLock()
-	w := docWalk{m: m, src: src, id: id}
 	w.walk()
 	m.mu.RUnlock()
 	if w.err != nil {
@@ -27,7 +30,7 @@ func (m *indexMapping) check(src []byte, id string) *osErr {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	w = docWalk{m: m, src: src, id: id}
+	w.reset(m, src, id)
 	w.walk()
 	if w.err != nil {
 		return w.err
@@ -71,14 +74,29 @@ func (m *indexMapping) termError(src []byte, id string) *osErr {
 	if len(src) <= 32766 {
 		return nil
 	}
+	w := walkPool.Get().(*docWalk)
+	defer w.release()
+	w.reset(m, src, id)
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	w := docWalk{m: m, src: src, id: id}
 	w.walk()
 	if w.err != nil {
 		return nil
 	}
 	return w.termErr
+}
+
+// walkPool keeps walkers (and their path buffers) between documents.
+var walkPool = sync.Pool{New: func() any { return new(docWalk) }}
+
+func (w *docWalk) reset(m *indexMapping, src []byte, id string) {
+	*w = docWalk{m: m, src: src, id: id, buf: w.buf[:0], pending: w.pending[:0]}
+}
+
+func (w *docWalk) release() {
+	clear(w.pending)
+	*w = docWalk{buf: w.buf[:0], pending: w.pending[:0]}
+	walkPool.Put(w)
 }
 
 var (
@@ -483,18 +501,7 @@ func digits(s string, n int) (int, bool) {
 	return v, true
 }
 
-func daysIn(y, m int) int {
-	switch m {
-	case 2:
-		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
+func daysIn(y, m int) int { return time.Date(y, time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC).Day() }
 
 // parseDateOptionalTime parses strict_date_optional_time:
 // yyyy[-MM[-dd['T'HH[:mm[:ss[.S…]]][zone]]]].

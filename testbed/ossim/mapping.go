@@ -552,19 +552,7 @@ func appendCauses(b []byte, c *errCause) []byte {
 
 // handleGetMapping serves GET /<indices>/_mapping.
 func (q *request) handleGetMapping(expr string) {
-	c := q.n.c
-	c.mu.RLock()
-	ims, e := c.resolveIndicesLocked(expr)
-	out := map[string]any{}
-	for _, im := range ims {
-		out[im.name] = map[string]any{"mappings": im.mapping.mappingJSON()}
-	}
-	c.mu.RUnlock()
-	if e != nil {
-		q.failE(e)
-		return
-	}
-	q.replyJSON(200, out)
+	q.replyPerIndex(expr, func(im *indexMeta) any { return map[string]any{"mappings": im.mapping.mappingJSON()} })
 }
 
 // errorBodyCause is errorBody with a caused_by chain on the error (not on

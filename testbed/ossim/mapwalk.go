@@ -60,16 +60,7 @@ func (w *docWalk) failParse(typ, reason string) {
 	w.fail(&osErr{status: 400, typ: "mapper_parsing_exception", reason: "failed to parse", cause: &errCause{typ: typ, reason: reason}})
 }
 
-func (w *docWalk) ws() {
-	for w.pos < len(w.src) {
-		switch w.src[w.pos] {
-		case ' ', '\t', '\n', '\r':
-			w.pos++
-		default:
-			return
-		}
-	}
-}
+func (w *docWalk) ws() { w.pos = skipWS(w.src, w.pos) }
 
 // readKey reads an object key at w.pos. A key without escapes is a view
 // of the source, not a copy: it must not outlive the walk (new field
@@ -472,6 +463,33 @@ func (w *docWalk) dynamicParent(sc scope, paths []string) (scope, bool) {
 	return sc, true
 }
 
+// newField resolves where the new field of paths (whose value is at
+// w.pos) goes: its parent, name and path. ok is false when it is not to be
+// mapped (the document failed, or dynamic is false there; the value is
+// then skipped). A strict refusal names the object the key is in for an
+// object value, the field's parent for a scalar, as the server does.
+func (w *docWalk) newField(sc scope, paths []string, objectValue bool) (ps scope, name, p string, ok bool) {
+	ps, ok = w.dynamicParent(sc, paths)
+	if !ok {
+		w.skipValue()
+		return ps, "", "", false
+	}
+	name = paths[len(paths)-1]
+	switch w.dynamicOf(ps) {
+	case dynStrict:
+		at := ps.path
+		if objectValue {
+			at = sc.path
+		}
+		w.fail(strictErr(at, name))
+		return ps, "", "", false
+	case dynFalse:
+		w.skipValue()
+		return ps, "", "", false
+	}
+	return ps, name, join(ps.path, name), true
+}
+
 func (w *docWalk) object(sc scope, key string, paths []string) {
 	if f, p := w.existing(sc, paths); f != nil {
 		if f.kind == kObject {
@@ -485,21 +503,10 @@ func (w *docWalk) object(sc scope, key string, paths []string) {
 		w.leaf(f, p, '{')
 		return
 	}
-	ps, ok := w.dynamicParent(sc, paths)
+	_, name, p, ok := w.newField(sc, paths, true)
 	if !ok {
-		w.skipValue()
 		return
 	}
-	name := paths[len(paths)-1]
-	switch w.dynamicOf(ps) {
-	case dynStrict:
-		w.fail(strictErr(sc.path, name))
-		return
-	case dynFalse:
-		w.skipValue()
-		return
-	}
-	p := join(ps.path, name)
 	nf := w.m.templateField(p, name, vtObject)
 	if nf == nil {
 		nf = &mfield{kind: kObject, typ: "object", spec: map[string]any{}}
@@ -570,21 +577,10 @@ func (w *docWalk) scalar(sc scope, key string, paths []string, member bool) {
 		w.leaf(f, p, w.src[w.pos])
 		return
 	}
-	ps, ok := w.dynamicParent(sc, paths)
+	_, name, p, ok := w.newField(sc, paths, false)
 	if !ok {
-		w.skipValue()
 		return
 	}
-	name := paths[len(paths)-1]
-	switch w.dynamicOf(ps) {
-	case dynStrict:
-		w.fail(strictErr(ps.path, name))
-		return
-	case dynFalse:
-		w.skipValue()
-		return
-	}
-	p := join(ps.path, name)
 	vt, dateFmt := w.peekType()
 	nf := w.m.templateField(p, name, vt)
 	if nf == nil {
@@ -633,7 +629,7 @@ func (w *docWalk) token() (byte, string) {
 	c := w.src[w.pos]
 	switch c {
 	case '"':
-		return c, w.readString()
+		return c, w.readKey() // a view when unescaped: used only while walking
 	case '{':
 		start := w.pos
 		w.skipValue()
@@ -736,14 +732,18 @@ func (w *docWalk) preview() string {
 
 func (w *docWalk) previewValue(b *strings.Builder) {
 	w.ws()
-	switch w.src[w.pos] {
-	case '{':
+	switch c := w.src[w.pos]; c {
+	case '{', '[':
+		// A map prints as {k=v, …}, a list as [v, …].
+		end := byte('}')
+		if c == '[' {
+			end = ']'
+		}
 		w.pos++
-		b.WriteByte('{')
-		first := true
-		for {
+		b.WriteByte(c)
+		for first := true; ; first = false {
 			w.ws()
-			if w.src[w.pos] == '}' {
+			if w.src[w.pos] == end {
 				w.pos++
 				break
 			}
@@ -754,35 +754,15 @@ func (w *docWalk) previewValue(b *strings.Builder) {
 			if !first {
 				b.WriteString(", ")
 			}
-			first = false
-			b.WriteString(w.readString())
-			w.ws()
-			w.pos++
-			b.WriteByte('=')
-			w.previewValue(b)
-		}
-		b.WriteByte('}')
-	case '[':
-		w.pos++
-		b.WriteByte('[')
-		first := true
-		for {
-			w.ws()
-			if w.src[w.pos] == ']' {
-				w.pos++
-				break
-			}
-			if w.src[w.pos] == ',' {
-				w.pos++
+			if c == '{' {
+				b.WriteString(w.readString())
 				w.ws()
+				w.pos++
+				b.WriteByte('=')
 			}
-			if !first {
-				b.WriteString(", ")
-			}
-			first = false
 			w.previewValue(b)
 		}
-		b.WriteByte(']')
+		b.WriteByte(end)
 	default:
 		kind, text := w.token()
 		b.WriteString(javaPreview(kind, text))

@@ -453,12 +453,19 @@ func (im *indexMeta) settingsJSON() map[string]any {
 }
 
 func (q *request) handleGetIndex(expr string) {
+	q.replyPerIndex(expr, func(im *indexMeta) any {
+		return map[string]any{"aliases": map[string]any{}, "mappings": im.mapping.mappingJSON(), "settings": im.settingsJSON()}
+	})
+}
+
+// replyPerIndex answers {"<index>": body(index)} for the indices of expr.
+func (q *request) replyPerIndex(expr string, body func(*indexMeta) any) {
 	c := q.n.c
 	c.mu.RLock()
 	ims, e := c.resolveIndicesLocked(expr)
 	out := map[string]any{}
 	for _, im := range ims {
-		out[im.name] = map[string]any{"aliases": map[string]any{}, "mappings": im.mapping.mappingJSON(), "settings": im.settingsJSON()}
+		out[im.name] = body(im)
 	}
 	c.mu.RUnlock()
 	if e != nil {
