@@ -60,7 +60,8 @@ type mfield struct {
 	disabled        bool // object with enabled: false
 	ignoreMalformed bool
 	noCoerce        bool
-	ignoreAbove     int // keyword: values longer (in UTF-16 units) are not indexed; 0 = none
+	ignoreAbove     int  // keyword: values longer (in UTF-16 units) are not indexed; 0 = none
+	noTerms         bool // keyword with index and doc_values false: no term limit
 	subs            []*mfield
 	subNames        []string
 	dateFmt         int            // dates: fmtDefault, …
@@ -267,6 +268,7 @@ func parseFieldSpec(spec map[string]any) (*mfield, *osErr) {
 			}
 		}
 	}
+	f.noTerms = fmt.Sprint(spec["index"]) == "false" && fmt.Sprint(spec["doc_values"]) == "false"
 	if fields, ok := spec["fields"].(map[string]any); ok {
 		names := make([]string, 0, len(fields))
 		for n := range fields {

@@ -696,7 +696,7 @@ func (w *docWalk) leaf(f *mfield, path string, c byte) {
 // checkTerm records the immense-term refusal Lucene gives a keyword value
 // over 32766 bytes.
 func (w *docWalk) checkTerm(f *mfield, path, text string) {
-	if len(text) <= 32766 || w.termErr != nil {
+	if len(text) <= 32766 || w.termErr != nil || f.noTerms {
 		return
 	}
 	if f.ignoreAbove > 0 && utf16Len(text) > f.ignoreAbove {
