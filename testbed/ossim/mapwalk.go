@@ -210,7 +210,16 @@ func (w *docWalk) splitPath(key string, one []string) []string {
 		}
 		return append(one[:0], key)
 	}
-	parts := strings.Split(key, ".")
+	parts := one[:0]
+	for rest := key; ; {
+		i := strings.IndexByte(rest, '.')
+		if i < 0 {
+			parts = append(parts, rest)
+			break
+		}
+		parts = append(parts, rest[:i])
+		rest = rest[i+1:]
+	}
 	for len(parts) > 0 && parts[len(parts)-1] == "" {
 		parts = parts[:len(parts)-1]
 	}
@@ -253,7 +262,7 @@ func (w *docWalk) members(sc scope) {
 		return
 	}
 	var seen keySet
-	var one [1]string
+	var one [4]string
 	for w.err == nil {
 		w.ws()
 		if w.src[w.pos] == '}' {
