@@ -1,12 +1,12 @@
 package ossim
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -104,54 +104,9 @@ func (w *docWalk) readString() string {
 	if !esc {
 		return string(w.src[start:i])
 	}
-	s, _ := strconv.Unquote(string(w.src[start-1 : i+1]))
-	if s == "" && i > start {
-		s = unescapeJSON(w.src[start:i])
-	}
+	var s string
+	_ = json.Unmarshal(w.src[start-1:i+1], &s) // rare: keys and values with escapes
 	return s
-}
-
-// unescapeJSON decodes escapes strconv.Unquote does not take (\/, lone
-// surrogates).
-func unescapeJSON(b []byte) string {
-	var out []rune
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if c != '\\' {
-			r, n := utf8.DecodeRune(b[i:])
-			out = append(out, r)
-			i += n - 1
-			continue
-		}
-		i++
-		switch b[i] {
-		case 'u':
-			v, _ := strconv.ParseUint(string(b[i+1:i+5]), 16, 32)
-			r := rune(v)
-			i += 4
-			if utf16.IsSurrogate(r) && i+6 < len(b) && b[i+1] == '\\' && b[i+2] == 'u' {
-				v2, _ := strconv.ParseUint(string(b[i+3:i+7]), 16, 32)
-				if d := utf16.DecodeRune(r, rune(v2)); d != utf8.RuneError {
-					r = d
-					i += 6
-				}
-			}
-			out = append(out, r)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		default:
-			out = append(out, rune(b[i]))
-		}
-	}
-	return string(out)
 }
 
 // skipValue skips one JSON value.
