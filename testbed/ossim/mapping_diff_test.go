@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/opensearchrouted/opensearchrouted/testbed/cluster"
 )
@@ -279,8 +280,12 @@ func TestMappingDifferential(t *testing.T) {
 	emu := StartT(t, Options{Nodes: 1, NoHopLatency: true, Version: version})
 	emuObs := runMappingScenario(t, emu.Addr(0))
 	dumpObservations(t, "emu", emuObs)
+	start := time.Now()
 	real := cluster.Start(t, cluster.Options{Nodes: 1, Version: version})
+	up := time.Now()
 	realObs := runMappingScenario(t, real.Addr(0))
+	t.Logf("OpenSearch %s: node up in %s (with any wait for the machine's cluster lock), scenario %s",
+		version, up.Sub(start).Round(time.Second), time.Since(up).Round(time.Second))
 	dumpObservations(t, "real-"+version, realObs)
 	compareExact(t, emuObs, realObs)
 }
