@@ -203,10 +203,7 @@ func sourceErrorCause(src []byte) string {
 }
 
 // validSource reports whether src is one JSON object.
-func validSource(src []byte) bool {
-	i := skipWS(src, 0)
-	return i < len(src) && src[i] == '{' && json.Valid(src)
-}
+func validSource(src []byte) bool { return validObject(src) }
 
 // resolveItems finds each item's concrete index and shard, creating
 // indices and data streams on first write. Items that cannot be written
