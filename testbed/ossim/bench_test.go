@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -51,11 +52,14 @@ func postBulk(b *testing.B, cl *http.Client, url string, body []byte) {
 
 // runIngest drives url with 4 concurrent clients; each op is one bulk of
 // benchBatch documents. It reports docs/s.
-func runIngest(b *testing.B, url, index string) {
+func runIngest(b *testing.B, url, index string) { runIngestDoc(b, url, index, smallDoc) }
+
+// runIngestDoc is runIngest with doc as every document.
+func runIngestDoc(b *testing.B, url, index, doc string) {
 	cl := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	bodies := make([][]byte, 64)
 	for i := range bodies {
-		bodies[i] = benchBody(index, smallDoc)
+		bodies[i] = benchBody(index, doc)
 	}
 	var next atomic.Int64
 	b.SetBytes(int64(len(bodies[0])))
@@ -69,7 +73,7 @@ func runIngest(b *testing.B, url, index string) {
 			i := next.Add(1)
 			body := bodies[i%int64(len(bodies))]
 			if i >= int64(len(bodies)) {
-				body = benchBody(index, smallDoc)
+				body = benchBody(index, doc)
 			}
 			postBulk(b, cl, url, body)
 		}
@@ -116,6 +120,34 @@ func BenchmarkIngestThreeNodesForwarded(b *testing.B) {
 	defer c.Close()
 	createIndex(b, c.Addr(0), "bench", 3, 1, "")
 	runIngest(b, c.Addr(0)+"/_bulk", "bench")
+}
+
+// BenchmarkIngestSS4OLogs: one node, log documents as the exporter writes
+// them (internal/ss4o's sample) into a data stream made by the exporter's
+// logs template, so that every document is checked against its mapping.
+func BenchmarkIngestSS4OLogs(b *testing.B) {
+	c, err := Start(Options{NoHopLatency: true, DefaultReplicas: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	tmpl, err := os.ReadFile("testdata/ss4o_logs.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	mustOK(b, "PUT", c.Addr(0)+"/_index_template/ss4o_logs", strings.Replace(string(tmpl), `"template": {`, `"template": {"settings": {"number_of_shards": 2, "number_of_replicas": 0},`, 1))
+	runIngestDoc(b, c.Addr(0)+"/_bulk", "ss4o_logs-bench-x", ss4oLogDoc(b))
+}
+
+// ss4oLogDoc is internal/ss4o's sample log document, on one line. Its
+// mixed-kind array would be refused by the template (two kinds under one
+// new field): the benchmark keeps its other fields.
+func ss4oLogDoc(b *testing.B) string {
+	raw, err := os.ReadFile("../../internal/ss4o/testdata/log.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return strings.Replace(strings.TrimSpace(string(raw)), `"slice":["a",1]`, `"slice":["a","b"]`, 1)
 }
 
 // BenchmarkIngestBaselineHTTP: the same client against a server that only

@@ -47,6 +47,7 @@ type itemResult struct {
 	errReason  string
 	errIndex   bool   // add index/shard/index_uuid to the error
 	causedBy   string // error.caused_by.type, "" for none
+	cause      *errCause
 	idNull     bool
 	shardLabel int
 	indexUUID  string
@@ -59,6 +60,7 @@ type osErr struct {
 	index       string
 	uuid        string // index_uuid; "_na_" when empty and index is set
 	resType     string // resource.type of index_not_found_exception
+	cause       *errCause
 }
 
 func (e *osErr) Error() string { return e.typ + ": " + e.reason }
@@ -160,11 +162,31 @@ func parseBulk(body []byte, defIndex, defRouting string) ([]*bulkItem, *osErr) {
 	if len(items) == 0 {
 		return nil, &osErr{status: 400, typ: "action_request_validation_exception", reason: "Validation Failed: 1: no requests added;"}
 	}
+	if e := validateIDs(items); e != nil {
+		return nil, e
+	}
 	return items, nil
 }
 
+// validateIDs refuses the whole request when an index or create item's
+// _id is over 512 bytes, naming each such id, as the server does.
+func validateIDs(items []*bulkItem) *osErr {
+	var b []byte
+	n := 0
+	for _, it := range items {
+		if it.op != "delete" && len(it.id) > 512 {
+			n++
+			b = fmt.Appendf(b, "%d: id [%s] is too long, must be no longer than 512 bytes but was: %d;", n, it.id, len(it.id))
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return &osErr{status: 400, typ: "action_request_validation_exception", reason: "Validation Failed: " + string(b)}
+}
+
 func (it *bulkItem) failWith(e *osErr) {
-	it.res = itemResult{status: e.status, errType: e.typ, errReason: e.reason, index: e.index}
+	it.res = itemResult{status: e.status, errType: e.typ, errReason: e.reason, index: e.index, cause: e.cause}
 }
 
 // sourceErrorCause is the caused_by type OpenSearch 2.19 gives a source
@@ -181,10 +203,7 @@ func sourceErrorCause(src []byte) string {
 }
 
 // validSource reports whether src is one JSON object.
-func validSource(src []byte) bool {
-	i := skipWS(src, 0)
-	return i < len(src) && src[i] == '{' && json.Valid(src)
-}
+func validSource(src []byte) bool { return validObject(src) }
 
 // resolveItems finds each item's concrete index and shard, creating
 // indices and data streams on first write. Items that cannot be written
@@ -281,6 +300,13 @@ func (c *Cluster) resolveItemLocked(it *bulkItem, create bool) bool {
 		it.res.errIndex = true
 		it.res.indexUUID = im.uuid
 		return true
+	}
+	if it.op != "delete" && im.mapping != nil {
+		if e := im.mapping.check(it.source, it.id); e != nil {
+			it.failWith(e)
+			it.res.index = im.name
+			return true
+		}
 	}
 	it.im, it.shard = im, shard
 	return true
@@ -457,6 +483,17 @@ func (n *Node) executePrimary(ctx context.Context, im *indexMeta, shard int, ite
 				continue
 			}
 			r.status, r.result, r.version = 201, "created", 1
+		}
+		if it.op != "delete" && im.mapping != nil {
+			// Refused by Lucene after the mapping update: the operation
+			// still takes a sequence number, as on the server.
+			if e := im.mapping.termError(it.source, it.id); e != nil {
+				st.maxSeq++
+				it.res = itemResult{status: e.status, index: im.name, errType: e.typ, errReason: e.reason, cause: e.cause}
+				continue
+			}
+		}
+		switch it.op {
 		case "index":
 			if exists {
 				r.status, r.result, r.version = 200, "updated", st.docs[pos].version+1
@@ -627,19 +664,42 @@ func (n *Node) hop(ctx context.Context, to *Node, path string, body []byte) ([]b
 
 // wireResult is one item's outcome on the internal primary protocol.
 type wireResult struct {
-	St  int    `json:"st"`
-	Idx string `json:"i,omitempty"`
-	Res string `json:"r,omitempty"`
-	V   int64  `json:"v,omitempty"`
-	Q   int64  `json:"q,omitempty"`
-	T   int64  `json:"t,omitempty"`
-	Tot int    `json:"tot,omitempty"`
-	OK  int    `json:"ok,omitempty"`
-	ET  string `json:"et,omitempty"`
-	ER  string `json:"er,omitempty"`
-	EI  bool   `json:"ei,omitempty"`
-	Sh  int    `json:"sh,omitempty"`
-	U   string `json:"u,omitempty"`
+	St  int         `json:"st"`
+	Idx string      `json:"i,omitempty"`
+	Res string      `json:"r,omitempty"`
+	V   int64       `json:"v,omitempty"`
+	Q   int64       `json:"q,omitempty"`
+	T   int64       `json:"t,omitempty"`
+	Tot int         `json:"tot,omitempty"`
+	OK  int         `json:"ok,omitempty"`
+	ET  string      `json:"et,omitempty"`
+	ER  string      `json:"er,omitempty"`
+	EI  bool        `json:"ei,omitempty"`
+	Sh  int         `json:"sh,omitempty"`
+	U   string      `json:"u,omitempty"`
+	C   []wireCause `json:"c,omitempty"`
+}
+
+// wireCause is one link of an error's caused_by chain.
+type wireCause struct {
+	T string `json:"t"`
+	R string `json:"r"`
+}
+
+func toWire(c *errCause) []wireCause {
+	var out []wireCause
+	for ; c != nil; c = c.cause {
+		out = append(out, wireCause{c.typ, c.reason})
+	}
+	return out
+}
+
+func fromWire(w []wireCause) *errCause {
+	var c *errCause
+	for i := len(w) - 1; i >= 0; i-- {
+		c = &errCause{typ: w[i].T, reason: w[i].R, cause: c}
+	}
+	return c
 }
 
 type wireResponse struct {
@@ -688,7 +748,7 @@ func (n *Node) forward(ctx context.Context, to *Node, g *shardGroupReq) error {
 	for i, it := range g.items {
 		w := wr.Results[i]
 		it.res = itemResult{status: w.St, index: w.Idx, result: w.Res, version: w.V, seqNo: w.Q, term: w.T,
-			total: w.Tot, ok: w.OK, errType: w.ET, errReason: w.ER, errIndex: w.EI, shardLabel: w.Sh, indexUUID: w.U}
+			total: w.Tot, ok: w.OK, errType: w.ET, errReason: w.ER, errIndex: w.EI, shardLabel: w.Sh, indexUUID: w.U, cause: fromWire(w.C)}
 	}
 	return nil
 }
@@ -719,7 +779,7 @@ func (q *request) handleInternalPrimary() {
 	for i, it := range items {
 		r := it.res
 		out.Results[i] = wireResult{St: r.status, Idx: r.index, Res: r.result, V: r.version, Q: r.seqNo, T: r.term,
-			Tot: r.total, OK: r.ok, ET: r.errType, ER: r.errReason, EI: r.errIndex, Sh: r.shardLabel, U: r.indexUUID}
+			Tot: r.total, OK: r.ok, ET: r.errType, ER: r.errReason, EI: r.errIndex, Sh: r.shardLabel, U: r.indexUUID, C: toWire(r.cause)}
 	}
 	q.replyJSON(200, out)
 }
@@ -836,6 +896,7 @@ func appendBulkResponse(b []byte, items []*bulkItem, took time.Duration, forcedR
 			b = appendStr(b, r.causedBy)
 			b = append(b, `,"reason":"failed to parse the document source"}`...)
 		}
+		b = appendCauses(b, r.cause)
 		if r.errIndex {
 			b = append(b, `,"index":`...)
 			b = appendStr(b, idx)

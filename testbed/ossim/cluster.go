@@ -57,6 +57,7 @@ type indexMeta struct {
 	requireName     string // index.routing.allocation.require._name
 	perNode         int    // index.routing.allocation.total_shards_per_node, 0 = unlimited
 	shards          []*shardGroup
+	mapping         *indexMapping
 }
 
 type shardGroup struct {
@@ -81,6 +82,7 @@ type indexTemplate struct {
 	dataStream bool
 	priority   int64
 	settings   map[string]string
+	mappings   map[string]any // template.mappings, nil for none
 }
 
 type dataStream struct {

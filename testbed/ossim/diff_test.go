@@ -278,6 +278,8 @@ func scenario(r *recorder) {
 		r.call(q.label, 1, "POST", "/sq/_search", q.body)
 	}
 	r.call("search missing index", 1, "POST", "/nope/_search", `{}`)
+	r.call("search missing index ignore_unavailable", 1, "POST", "/nope/_search?ignore_unavailable=true", `{}`)
+	r.call("search present and missing ignore_unavailable", 0, "POST", "/sq,nope/_search?ignore_unavailable=true", `{"size":0}`)
 
 	// PIT.
 	_, pm := r.call("pit create", 0, "POST", "/sq/_search/point_in_time?keep_alive=5m", "")

@@ -19,7 +19,7 @@ func (q *request) handleRoot() {
 		"cluster_name": n.c.opts.ClusterName,
 		"cluster_uuid": n.c.uuid,
 		"version": map[string]any{
-			"distribution": "opensearch", "number": Version, "build_type": "tar", "build_hash": "ossim",
+			"distribution": "opensearch", "number": n.c.opts.Version, "build_type": "tar", "build_hash": "ossim",
 			"build_date": "2025-01-01T00:00:00.000000Z", "build_snapshot": false, "lucene_version": "9.12.1",
 			"minimum_wire_compatibility_version": "7.10.0", "minimum_index_compatibility_version": "7.0.0",
 		},
@@ -146,7 +146,7 @@ func (q *request) handleNodes(segs []string) {
 				}
 			}
 		} else {
-			m["version"] = Version
+			m["version"] = n.c.opts.Version
 			m["build_type"] = "tar"
 			m["build_hash"] = "ossim"
 			m["total_indexing_buffer"] = 53687091

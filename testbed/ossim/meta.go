@@ -174,6 +174,11 @@ func (c *Cluster) createIndexLocked(name string, s map[string]string, ds string)
 	for i := 0; i < nShards; i++ {
 		im.shards = append(im.shards, &shardGroup{index: im, num: i, primaryTerm: 1})
 	}
+	im.mapping, e = newIndexMapping(nil, s, ds != "")
+	if e != nil {
+		return nil, e
+	}
+	im.mapping.v3 = c.v3()
 	c.allocateNew(im)
 	c.indices[name] = im
 	return im, nil
@@ -214,7 +219,11 @@ func (c *Cluster) autoCreateLocked(name string) (*indexMeta, *osErr) {
 			s[k] = v
 		}
 	}
-	return c.createIndexLocked(name, s, "")
+	im, e := c.createIndexLocked(name, s, "")
+	if e == nil && t != nil {
+		e = c.setMappingLocked(im, s, t.mappings)
+	}
+	return im, e
 }
 
 func backingName(ds string, gen int) string {
@@ -229,6 +238,9 @@ func (c *Cluster) createDataStreamLocked(name string, t *indexTemplate) (*dataSt
 		return nil, &osErr{status: 400, typ: "illegal_argument_exception", reason: "data_stream [" + name + "] conflicts with existing index"}
 	}
 	im, e := c.createIndexLocked(backingName(name, 1), t.settings, name)
+	if e == nil {
+		e = c.setMappingLocked(im, t.settings, t.mappings)
+	}
 	if e != nil {
 		return nil, e
 	}
@@ -245,10 +257,12 @@ func (q *request) handleCreateIndex(name string) {
 	c := q.n.c
 	c.mu.Lock()
 	s := map[string]string{}
+	var tmpl map[string]any
 	if t := c.matchTemplate(name); t != nil && !t.dataStream {
 		for k, v := range t.settings {
 			s[k] = v
 		}
+		tmpl = t.mappings
 	}
 	for k, v := range settingsOf(body) {
 		s[k] = v
@@ -256,7 +270,13 @@ func (q *request) handleCreateIndex(name string) {
 	if routingRequiredIn(body) {
 		s["ossim.routing_required"] = "true"
 	}
-	_, e := c.createIndexLocked(name, s, "")
+	im, e := c.createIndexLocked(name, s, "")
+	if e == nil {
+		given, _ := body["mappings"].(map[string]any)
+		if e = c.setMappingLocked(im, s, tmpl, given); e != nil {
+			c.deleteIndexLocked(im)
+		}
+	}
 	c.mu.Unlock()
 	if e != nil {
 		q.failE(e)
@@ -433,12 +453,19 @@ func (im *indexMeta) settingsJSON() map[string]any {
 }
 
 func (q *request) handleGetIndex(expr string) {
+	q.replyPerIndex(expr, func(im *indexMeta) any {
+		return map[string]any{"aliases": map[string]any{}, "mappings": im.mapping.mappingJSON(), "settings": im.settingsJSON()}
+	})
+}
+
+// replyPerIndex answers {"<index>": body(index)} for the indices of expr.
+func (q *request) replyPerIndex(expr string, body func(*indexMeta) any) {
 	c := q.n.c
 	c.mu.RLock()
 	ims, e := c.resolveIndicesLocked(expr)
 	out := map[string]any{}
 	for _, im := range ims {
-		out[im.name] = map[string]any{"aliases": map[string]any{}, "mappings": map[string]any{}, "settings": im.settingsJSON()}
+		out[im.name] = body(im)
 	}
 	c.mu.RUnlock()
 	if e != nil {
@@ -544,6 +571,11 @@ func (q *request) handlePutTemplate(name string) {
 	}
 	if tm, ok := body["template"].(map[string]any); ok {
 		t.settings = settingsOf(tm)
+		t.mappings, _ = tm["mappings"].(map[string]any)
+		if _, e := newIndexMapping(t.mappings, t.settings, false); e != nil {
+			q.failE(e)
+			return
+		}
 	}
 	c := q.n.c
 	c.mu.Lock()
@@ -734,6 +766,9 @@ func (q *request) handleRollover(name string) {
 		s = t.settings
 	}
 	im, e := c.createIndexLocked(backingName(name, ds.generation()+1), s, name)
+	if e == nil && t != nil {
+		e = c.setMappingLocked(im, s, t.mappings)
+	}
 	if e != nil {
 		q.failE(e)
 		return
@@ -819,6 +854,7 @@ func (q *request) handleResize(src, target string, split bool) {
 		return
 	}
 	tim.explicitP = im.explicitP
+	tim.mapping = im.mapping.clone()
 	// Copy every document into the copies of its new shard, checking that
 	// the target shard derives from the source shard as OpenSearch's
 	// resize does (split: t / factor == s; shrink: s / factor == t).

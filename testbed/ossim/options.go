@@ -65,6 +65,11 @@ type Options struct {
 	// to indices created without settings. Defaults 1 and 1, like
 	// OpenSearch 2.x. Use a negative DefaultReplicas for 0 replicas.
 	DefaultShards, DefaultReplicas int
+
+	// Version is the OpenSearch release the emulator answers as (GET /)
+	// and whose document refusals it reproduces: "2.19.6" (default) or
+	// "3.9.0".
+	Version string
 }
 
 const (
@@ -155,6 +160,13 @@ func (o Options) withDefaults() (Options, error) {
 		o.DefaultReplicas = 1
 	case o.DefaultReplicas < 0:
 		o.DefaultReplicas = 0
+	}
+	switch o.Version {
+	case "":
+		o.Version = Version
+	case Version, "3.9.0":
+	default:
+		return o, fmt.Errorf("ossim: Options.Version must be %s or 3.9.0, got %q", Version, o.Version)
 	}
 	return o, nil
 }

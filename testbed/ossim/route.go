@@ -214,6 +214,10 @@ func (q *request) routeIndex(segs []string) {
 			q.reply(200, []byte(`{"acknowledged":true}`))
 			return
 		}
+		if len(segs) == 2 && get {
+			q.handleGetMapping(index)
+			return
+		}
 	}
 	q.noHandler()
 }

@@ -954,6 +954,16 @@ func (q *request) liveTargets(expr string) ([]shardTarget, []shardFailure, error
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	ims, e := c.resolveIndicesLocked(expr)
+	if e != nil && e.typ == "index_not_found_exception" && q.q.Get("ignore_unavailable") == "true" {
+		// As OpenSearch: the names that exist are searched, the others
+		// left out (none at all: an empty answer).
+		ims, e = nil, nil
+		for _, part := range strings.Split(expr, ",") {
+			if found, pe := c.resolveIndicesLocked(part); pe == nil {
+				ims = append(ims, found...)
+			}
+		}
+	}
 	if e != nil {
 		return nil, nil, e
 	}
@@ -1115,6 +1125,10 @@ func (q *request) handleDeleteDoc(index, id string) {
 }
 
 func (q *request) singleItem(it *bulkItem) {
+	if e := validateIDs([]*bulkItem{it}); e != nil {
+		q.failE(e)
+		return
+	}
 	c := q.n.c
 	c.mu.RLock()
 	_, exists := c.indices[it.name]
@@ -1135,6 +1149,10 @@ func (q *request) singleItem(it *bulkItem) {
 		extra := []string{"index", idx}
 		if r.indexUUID != "" {
 			extra = append(extra, "shard", strconv.Itoa(r.shardLabel), "index_uuid", r.indexUUID)
+		}
+		if r.cause != nil {
+			q.reply(r.status, errorBodyCause(r.status, r.errType, r.errReason, r.cause, extra...))
+			return
 		}
 		q.fail(r.status, r.errType, r.errReason, extra...)
 		return
