@@ -432,12 +432,19 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 func (e *osExporter) reportPermanent(c *call, n int, authErr error) error {
 	byType := map[string]int{}
 	logged := 0
+	first := ""
 	for it, cls := range c.class {
 		if cls != bulk.Permanent {
 			continue
 		}
 		o := c.outcome(it)
 		byType[o.ErrorType]++
+		if first == "" {
+			first = bulk.SafeReason(o.ErrorReason)
+			if cs := cause(o); cs != "" {
+				first += " (caused by " + cs + ")"
+			}
+		}
 		if logged < maxPermanentLogs && authErr == nil {
 			index, _, _ := c.batch.Item(int32(it))
 			e.log.Warn("OpenSearch refused a document permanently; it is dropped",
@@ -452,6 +459,9 @@ func (e *osExporter) reportPermanent(c *call, n int, authErr error) error {
 		n += c.encodeFailed
 	}
 	msg := fmt.Sprintf("opensearchrouted: %d %s dropped, refused permanently (%s)", n, e.signal.noun(), countsByType(byType))
+	if first != "" && authErr == nil {
+		msg += "; the first: " + first
+	}
 	if authErr != nil {
 		msg += ": " + authErr.Error()
 		e.log.Error("OpenSearch refused the exporter's credentials", zap.Error(authErr))
