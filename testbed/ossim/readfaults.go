@@ -3,9 +3,9 @@ package ossim
 import (
 	"context"
 	"fmt"
-	"strings"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 )
