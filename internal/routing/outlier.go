@@ -18,7 +18,8 @@ import (
 // sizes compare. A member's samples form an exponentially weighted moving
 // average. Every Interval, the averages of the members seen recently are
 // compared with their median: a member whose average exceeds Ratio × the
-// median, and the median by at least MinExcess, is ejected for
+// median, and the median by at least MinExcess, in Confirmations
+// evaluations in a row, is ejected for
 // BaseEjectionTime × (its ejection count), capped at MaxEjectionTime. The
 // count grows by one per ejection and shrinks by one per BaseEjectionTime
 // spent back in service. Guardrails: only members with MinRequests samples
@@ -40,8 +41,12 @@ type Outliers struct {
 
 // OutlierConfig configures Outliers. Zero fields take the defaults named.
 type OutlierConfig struct {
-	// Alpha is the weight of a new sample in the average (default 0.2).
+	// Alpha is the weight of a new sample in the average (default 0.1).
 	Alpha float64
+	// Confirmations is the evaluations in a row a member must be an
+	// outlier in before it is ejected (default 2): a burst of slow
+	// samples does not eject.
+	Confirmations int
 	// Ratio: an average above Ratio × the median is an outlier (default 2).
 	Ratio float64
 	// MinExcess is the least excess over the median, in the sample unit
@@ -77,6 +82,7 @@ type OutlierMember struct {
 	// Guarded by Outliers.mu.
 	mult     int   // ejection count, decays while in service
 	decaySet int64 // unix ns since which mult decays
+	strikes  int   // evaluations in a row found an outlier
 }
 
 // Key is the member's key.
@@ -85,7 +91,10 @@ func (m *OutlierMember) Key() string { return m.key }
 // NewOutliers returns a detector with cfg's defaults applied.
 func NewOutliers(cfg OutlierConfig) *Outliers {
 	if cfg.Alpha <= 0 || cfg.Alpha > 1 {
-		cfg.Alpha = 0.2
+		cfg.Alpha = 0.1
+	}
+	if cfg.Confirmations <= 0 {
+		cfg.Confirmations = 2
 	}
 	if cfg.Ratio <= 1 {
 		cfg.Ratio = 2
@@ -266,11 +275,14 @@ func (o *Outliers) evaluate(now int64) {
 	for _, m := range judged {
 		avg := m.Average()
 		if avg <= o.cfg.Ratio*med || avg-med < o.cfg.MinExcess {
-			break // sorted: the rest are not outliers either
+			m.strikes = 0
+			continue
 		}
-		if out+1 > maxOut || inService-1 < o.cfg.MinCandidates {
-			break
+		m.strikes++
+		if m.strikes < o.cfg.Confirmations || out+1 > maxOut || inService-1 < o.cfg.MinCandidates {
+			continue
 		}
+		m.strikes = 0
 		m.mult++
 		d := min(time.Duration(m.mult)*o.cfg.BaseEjectionTime, o.cfg.MaxEjectionTime)
 		m.ejectedUntil.Store(now + int64(d))

@@ -64,6 +64,27 @@ func TestOutlierEjectsTheSlowMemberOnly(t *testing.T) {
 	}
 }
 
+// A burst of slow samples is an outlier in one evaluation only: not
+// ejected.
+func TestOutlierBurstNeedsConfirmation(t *testing.T) {
+	o, clk := newTestOutliers(OutlierConfig{Alpha: 1}) // the average is the last sample
+	m := members(o, 3)
+	healthy := map[*OutlierMember]time.Duration{m[0]: time.Millisecond, m[1]: time.Millisecond, m[2]: time.Millisecond}
+	feed(o, clk, 150, healthy)
+	for range 10 { // one evaluation sees m[2] slow, the next healthy
+		o.Observe(m[2], 20*time.Millisecond, 1)
+		clk.add(time.Second)
+		o.Observe(m[0], time.Millisecond, 1)
+		o.Observe(m[1], time.Millisecond, 1)
+		o.Observe(m[2], time.Millisecond, 1)
+		clk.add(time.Second)
+		o.Observe(m[0], time.Millisecond, 1)
+	}
+	if o.Ejections() != 0 {
+		t.Fatalf("%d ejections for single-evaluation bursts", o.Ejections())
+	}
+}
+
 func TestOutlierAllEquallySlowNothingEjected(t *testing.T) {
 	o, clk := newTestOutliers(OutlierConfig{})
 	m := members(o, 3)
@@ -81,7 +102,8 @@ func TestOutlierGuardrails(t *testing.T) {
 		if o.Ejections() != 0 {
 			t.Fatal("judged below MinRequests")
 		}
-		feed(o, clk, 2, map[*OutlierMember]time.Duration{m[0]: time.Millisecond, m[1]: time.Millisecond, m[2]: 9 * time.Millisecond})
+		// Two evaluations in a row with every member at MinRequests.
+		feed(o, clk, 4, map[*OutlierMember]time.Duration{m[0]: time.Millisecond, m[1]: time.Millisecond, m[2]: 9 * time.Millisecond})
 		if o.Ejections() != 1 {
 			t.Fatal("not ejected at MinRequests")
 		}
