@@ -79,6 +79,19 @@ func (e *ShardFailureError) Error() string {
 // Unwrap makes errors.Is(err, ErrShardFailure) true.
 func (e *ShardFailureError) Unwrap() error { return ErrShardFailure }
 
+// PersistentShardFailureError: with Options.StrictShards, shards failed
+// for a reason other than context loss on every attempt of one search;
+// nothing of that search was emitted. Fatal.
+type PersistentShardFailureError struct {
+	Failures []ShardFailure
+	Attempts int
+}
+
+func (e *PersistentShardFailureError) Error() string {
+	return fmt.Sprintf("pit: %d shard(s) kept failing on %d attempts of the same search, nothing after the cursor is read: %s",
+		len(e.Failures), e.Attempts, summarize(e.Failures))
+}
+
 // ContextLostError says which contexts were lost and why the Paginator
 // could not recover.
 type ContextLostError struct {
