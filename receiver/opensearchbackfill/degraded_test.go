@@ -143,4 +143,3 @@ func TestEquallySlowNodesNotEjected(t *testing.T) {
 		}
 	}
 }
-
