@@ -130,6 +130,9 @@ type HTTPError struct {
 	Type       string   // error.type, when the body had one
 	Reason     string   // error.reason
 	RootCauses []string // error.root_cause[].type
+	// RootCauseReason is error.root_cause[0].reason when it differs from
+	// Reason (an "all shards failed" says why only there).
+	RootCauseReason string
 }
 
 func (e *HTTPError) Error() string {
@@ -143,6 +146,9 @@ func (e *HTTPError) Error() string {
 	}
 	if len(e.RootCauses) > 0 {
 		fmt.Fprintf(&b, " (root causes: %s)", strings.Join(e.RootCauses, ", "))
+	}
+	if e.RootCauseReason != "" {
+		fmt.Fprintf(&b, ": %s", e.RootCauseReason)
 	}
 	return b.String()
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/collector/component/componentstatus"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -86,21 +85,28 @@ const okShards = `{"total":2,"successful":2,"skipped":0,"failed":0}`
 const failedShards = `{"total":2,"successful":1,"skipped":0,"failed":1,"failures":[{"shard":1,"index":"events","node":"n2",` +
 	`"reason":{"type":"circuit_breaking_exception","reason":"[parent] Data too large"}}]}`
 
+// startOnFake starts a once read of events, pages of 2, on a fake server
+// answering pages.
+func startOnFake(t *testing.T, pages ...string) (*fakeServer, *harness, *idSink) {
+	t.Helper()
+	f := newFakeServer(t, pages...)
+	cfg := testConfig([]string{f.URL}, "events")
+	cfg.Discovery.Enabled = false
+	cfg.PageSize = 2
+	sink := newIDSink()
+	return f, mustStart(t, cfg, sink, nil), sink
+}
+
 // A non-context shard failure is an error of that shard: the search is
 // asked for again (its partial page is not delivered, the cursor does not
 // move past the failed shard's range), counted by reason, and the read
 // goes on once the shard answers.
 func TestShardFailureRetriedThenRead(t *testing.T) {
-	f := newFakeServer(t,
+	f, h, sink := startOnFake(t,
 		page(failedShards, hitJSON("a", `{"n":1}`, 1), hitJSON("c", `{"n":3}`, 3)), // b is on the failed shard
 		page(okShards, hitJSON("a", `{"n":1}`, 1), hitJSON("b", `{"n":2}`, 2)),
 		page(okShards, hitJSON("c", `{"n":3}`, 3)),
 	)
-	cfg := testConfig([]string{f.URL}, "events")
-	cfg.Discovery.Enabled = false
-	cfg.PageSize = 2
-	sink := newIDSink()
-	h := mustStart(t, cfg, sink, nil)
 	h.wait(t, 10*time.Second)
 	checkAllOnce(t, sink.snapshot(), []string{"a", "b", "c"}, true)
 	f.mu.Lock()
@@ -125,26 +131,16 @@ func TestShardFailureRetriedThenRead(t *testing.T) {
 // error naming index, shard and reason, and what was read; never
 // "completed" with a hole.
 func TestShardFailurePersistsOnceFails(t *testing.T) {
-	f := newFakeServer(t,
+	f, h, sink := startOnFake(t,
 		page(okShards, hitJSON("a", `{"n":1}`, 1), hitJSON("b", `{"n":2}`, 2)),
 		page(failedShards, hitJSON("c", `{"n":3}`, 3)),
 	)
-	cfg := testConfig([]string{f.URL}, "events")
-	cfg.Discovery.Enabled = false
-	cfg.PageSize = 2
-	sink := newIDSink()
-	h := mustStart(t, cfg, sink, nil)
 	h.wait(t, 30*time.Second)
 	if h.host.completed() {
 		t.Fatal("completion reported with a hole")
 	}
 	checkAllOnce(t, sink.snapshot(), []string{"a", "b"}, true)
-	var perm []string
-	for _, ev := range h.host.statuses() {
-		if ev.Status() == componentstatus.StatusPermanentError {
-			perm = append(perm, ev.Err().Error())
-		}
-	}
+	perm := h.host.permanentErrors()
 	if len(perm) != 1 || !strings.Contains(perm[0], "[events][1] on node n2: circuit_breaking_exception ([parent] Data too large)") ||
 		!strings.Contains(perm[0], "delivered 2 documents") {
 		t.Fatalf("permanent errors %q", perm)

@@ -3,6 +3,7 @@ package opensearchbackfill
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/opensearchrouted/opensearchrouted/testbed/ossim"
 	"strings"
 	"testing"
 	"time"
@@ -91,14 +92,7 @@ func TestFollowDedupOverflowCountedAndWarned(t *testing.T) {
 		ids[i] = fmt.Sprintf("d%02d", i)
 	}
 	writeAt(t, c.Addr(0), "events", t0, ids...)
-	cfg := followConfig(c.Addrs(), "events")
-	cfg.DedupWindow = 4
-	cfg.MaxDedupWindow = 16
-	cfg.PageSize = 10
-	sink := newIDSink()
-	h := mustStart(t, cfg, sink, nil)
-	waitFor(t, 10*time.Second, func() bool { return len(sink.snapshot()) == 40 })
-	settle(t, h)
+	h, sink := overlapRead(t, c, 16)
 	if h.r.Stats().DedupOverflows == 0 {
 		t.Fatal("no overflow counted")
 	}
@@ -116,18 +110,27 @@ func TestFollowDedupOverflowCountedAndWarned(t *testing.T) {
 	}
 
 	// The same read with room for the overlap: nothing twice, no overflow.
-	cfg2 := followConfig(c.Addrs(), "events")
-	cfg2.DedupWindow = 4
-	cfg2.MaxDedupWindow = 64
-	cfg2.PageSize = 10
-	sink2 := newIDSink()
-	h2 := mustStart(t, cfg2, sink2, nil)
-	waitFor(t, 10*time.Second, func() bool { return len(sink2.snapshot()) == 40 })
-	settle(t, h2)
+	h2, sink2 := overlapRead(t, c, 64)
 	checkAllOnce(t, sink2.snapshot(), ids, true)
 	if st := h2.r.Stats(); st.DedupOverflows != 0 {
 		t.Fatalf("overflows %d with room for the window", st.DedupOverflows)
 	}
+}
+
+// overlapRead follows the 40 documents of events with a dedup window of 4
+// that may grow to max, pages of 10, until every one was read and a poll
+// started after that ended.
+func overlapRead(t *testing.T, c *ossim.Cluster, max int) (*harness, *idSink) {
+	t.Helper()
+	cfg := followConfig(c.Addrs(), "events")
+	cfg.DedupWindow = 4
+	cfg.MaxDedupWindow = max
+	cfg.PageSize = 10
+	sink := newIDSink()
+	h := mustStart(t, cfg, sink, nil)
+	waitFor(t, 10*time.Second, func() bool { return len(sink.snapshot()) == 40 })
+	settle(t, h)
+	return h, sink
 }
 
 func TestRewind(t *testing.T) {

@@ -23,6 +23,17 @@ func statusSeq(h *harness) []componentstatus.Status {
 	return out
 }
 
+// permanentErrors are the messages of the permanent errors reported.
+func (h *testHost) permanentErrors() []string {
+	var out []string
+	for _, ev := range h.statuses() {
+		if ev.Status() == componentstatus.StatusPermanentError {
+			out = append(out, ev.Err().Error())
+		}
+	}
+	return out
+}
+
 // stampedIDs writes n documents named prefix-i with @timestamp now.
 func stampedIDs(t *testing.T, base, index, prefix string, n int) []string {
 	t.Helper()
@@ -114,12 +125,7 @@ func TestOnceOutageFailsAfterMaxElapsed(t *testing.T) {
 	if h.host.completed() {
 		t.Fatal("completed")
 	}
-	var perm []string
-	for _, ev := range h.host.statuses() {
-		if ev.Status() == componentstatus.StatusPermanentError {
-			perm = append(perm, ev.Err().Error())
-		}
-	}
+	perm := h.host.permanentErrors()
 	if len(perm) != 1 || !strings.Contains(perm[0], "reads kept failing for") || !strings.Contains(perm[0], "read_retry.max_elapsed_time 2s") ||
 		!strings.Contains(perm[0], "this slice delivered 100 documents") {
 		t.Fatalf("permanent errors %q (pages %d)", perm, pages)
