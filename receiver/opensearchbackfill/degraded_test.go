@@ -8,14 +8,14 @@ import (
 )
 
 // degradedCluster is 3 emulated nodes whose searches take 1ms, an index
-// of 3 shards with 1 replica and 300 documents.
+// of 3 shards with 1 replica and 40 documents.
 func degradedCluster(t *testing.T) (*ossim.Cluster, []string) {
 	c := ossim.StartT(t, ossim.Options{Nodes: 3, NoHopLatency: true})
 	createIndex(t, c.Addr(0), "events", 3, 1)
 	if err := c.WaitGreen(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	ids := seedForeign(t, c.Addr(0), "events", 300)
+	ids := seedForeign(t, c.Addr(0), "events", 40)
 	for i := range c.Len() {
 		if err := c.SetSearchLatency(i, time.Millisecond, 0); err != nil {
 			t.Fatal(err)
@@ -24,13 +24,18 @@ func degradedCluster(t *testing.T) (*ossim.Cluster, []string) {
 	return c, ids
 }
 
-// followForever re-reads the index all the time: follow mode, polling
-// every millisecond, whose lag covers every document.
+// followForever searches all the time, cheaply: follow mode polling
+// every millisecond after the cursor (follow_lag 0, sort on _id), so that
+// each poll is a PIT and one search that finds nothing new; the
+// emulator's own cost stays well under the latencies compared, even under
+// the race detector.
 func followForever(c *ossim.Cluster) *Config {
 	cfg := followConfig(c.Addrs(), "events")
 	cfg.PollInterval = time.Millisecond
+	cfg.FollowLag = 0
+	cfg.Sort = `[{"_id":"asc"}]`
 	cfg.Slices = 4
-	cfg.PageSize = 25
+	cfg.PageSize = 5
 	cfg.OutlierDetection.Interval = 100 * time.Millisecond
 	cfg.OutlierDetection.BaseEjectionTime = 3 * time.Second
 	cfg.OutlierDetection.MaxEjectionTime = 6 * time.Second
@@ -113,12 +118,12 @@ func TestDegradedNodeEjected(t *testing.T) {
 	if back > cfg.OutlierDetection.MaxEjectionTime+500*time.Millisecond {
 		t.Fatalf("node 2 back after %v", back)
 	}
-	n = searches(c, time.Second)
-	if s := share(n, 2); s < 0.2 {
+	n = searches(c, 2*time.Second)
+	if s := share(n, 2); s < 0.1 {
 		t.Fatalf("after the recovery node 2 coordinated %.1f%% of the searches (%v)", 100*s, n)
 	}
 	t.Logf("node 2 served again %v after it recovered; searches per node %v", back.Round(time.Millisecond), n)
-	if len(sink.snapshot()) != 300 {
+	if len(sink.snapshot()) != 40 {
 		t.Fatalf("%d documents read", len(sink.snapshot()))
 	}
 	checkAllOnce(t, sink.snapshot(), ids, true)
