@@ -33,8 +33,12 @@ const (
 // one data stream, indices matched by one pattern) with the same _id and
 // the same @timestamp would tie, and search_after would skip the second
 // at a page boundary. unmapped_type lets indices without @timestamp take
-// part (their documents sort as missing, last).
-var DefaultSort = json.RawMessage(`[{"@timestamp":{"order":"asc","unmapped_type":"date"}},{"_index":{"order":"asc"}},{"_id":{"order":"asc"}}]`)
+// part (their documents sort as missing, last). unmapped_type on _index
+// and _id lets an index without any mapping yet (created, never written)
+// be read: OpenSearch (2.19.6) refuses to sort it on _index or _id ("No
+// mapping found for [_index] in order to sort on"); the sort values of
+// other indices are unchanged.
+var DefaultSort = json.RawMessage(`[{"@timestamp":{"order":"asc","unmapped_type":"date"}},{"_index":{"order":"asc","unmapped_type":"keyword"}},{"_id":{"order":"asc","unmapped_type":"keyword"}}]`)
 
 // Slice selects one of Max disjoint parts of the documents (0 <= ID < Max).
 type Slice struct {

@@ -447,11 +447,17 @@ func (c *Config) fingerprint() string {
 	q, _ := c.query()
 	sort := c.Sort
 	if sort == "" {
-		sort = string(pit.DefaultSort)
+		// The default sort's cursor has kept its shape (@timestamp,
+		// _index, _id) since unmapped_type was added to _index and _id:
+		// checkpoints taken before still resume.
+		sort = defaultSortFingerprint
 	}
 	b, _ := json.Marshal([]any{c.Indices, json.RawMessage(orNull(q)), sort, c.Slices, c.Signal})
 	return string(b)
 }
+
+// defaultSortFingerprint stands for pit.DefaultSort in fingerprints.
+const defaultSortFingerprint = `[{"@timestamp":{"order":"asc","unmapped_type":"date"}},{"_index":{"order":"asc"}},{"_id":{"order":"asc"}}]`
 
 func orNull(b []byte) []byte {
 	if len(b) == 0 {
