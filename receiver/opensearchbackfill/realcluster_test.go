@@ -130,6 +130,26 @@ func TestRealCluster(t *testing.T) {
 		t.Logf("stats after the restart of node %d: %+v", node, stats)
 	})
 
+	// An index created and never written has no mapping: with the default
+	// sort the server refused every search ("No mapping found for [_index]
+	// in order to sort on") and the read failed at start. A once read of
+	// it completes with nothing; a follower reads what is written later.
+	t.Run("EmptyIndex", func(t *testing.T) {
+		createIndex(t, base, "empty", 2, 0)
+		once := mustStart(t, testConfig(c.Addrs(), "empty"), newIDSink(), nil)
+		once.wait(t, time.Minute)
+		if !once.host.completed() {
+			t.Fatalf("a once read of an empty index did not complete: %q", once.host.permanentErrors())
+		}
+		cfg := testConfig(c.Addrs(), "empty")
+		cfg.Mode = ModeFollow
+		cfg.PollInterval = 100 * time.Millisecond
+		sink := newIDSink()
+		mustStart(t, cfg, sink, nil)
+		writeAt(t, base, "empty", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), "first")
+		waitFor(t, 30*time.Second, func() bool { return sink.snapshot()["first"] == 1 })
+	})
+
 	// Follow mode and shards that refresh at different times: a document
 	// written first, with the older @timestamp, becomes visible after a
 	// newer one of another shard was read (refresh disabled on its index
