@@ -126,6 +126,9 @@ func classifyError(op, node string, status int, body []byte) (outcome, *HTTPErro
 			for _, rc := range ej.RootCause {
 				he.RootCauses = append(he.RootCauses, rc.Type)
 			}
+			if len(ej.RootCause) > 0 && ej.RootCause[0].Reason != he.Reason {
+				he.RootCauseReason = truncate(ej.RootCause[0].Reason, 300)
+			}
 		}
 	}
 	he.Reason = truncate(he.Reason, 500)

@@ -48,6 +48,18 @@
 // hit would not move the cursor, and giving it up would end the read and
 // drop all the failed shards' remaining documents: it is retried like a
 // transient failure (MaxRetries), then emitted with ErrShardFailure.
+// With Options.StrictShards, every such page is discarded and asked for
+// again (MaxRetries) instead, and a failure that persists is fatal
+// (*PersistentShardFailureError): no range is ever skipped.
+//
+// # Across Paginators
+//
+// Options.Dedup passes a DedupWindow that outlives the Paginator, so that a
+// follower re-reading an overlap (a new PIT resuming before its last
+// cursor) drops what an earlier Paginator emitted. The window keeps every
+// entry whose first sort value is at or above the floor given to Keep,
+// growing up to its limit; an entry evicted above the floor is counted
+// (Counters.DedupOverflows).
 //
 // # Concurrency
 //

@@ -79,6 +79,19 @@ func (e *ShardFailureError) Error() string {
 // Unwrap makes errors.Is(err, ErrShardFailure) true.
 func (e *ShardFailureError) Unwrap() error { return ErrShardFailure }
 
+// PersistentShardFailureError: with Options.StrictShards, shards failed
+// for a reason other than context loss on every attempt of one search;
+// nothing of that search was emitted. Fatal.
+type PersistentShardFailureError struct {
+	Failures []ShardFailure
+	Attempts int
+}
+
+func (e *PersistentShardFailureError) Error() string {
+	return fmt.Sprintf("pit: %d shard(s) kept failing on %d attempts of the same search, nothing after the cursor is read: %s",
+		len(e.Failures), e.Attempts, summarize(e.Failures))
+}
+
 // ContextLostError says which contexts were lost and why the Paginator
 // could not recover.
 type ContextLostError struct {
@@ -117,6 +130,9 @@ type HTTPError struct {
 	Type       string   // error.type, when the body had one
 	Reason     string   // error.reason
 	RootCauses []string // error.root_cause[].type
+	// RootCauseReason is error.root_cause[0].reason when it differs from
+	// Reason (an "all shards failed" says why only there).
+	RootCauseReason string
 }
 
 func (e *HTTPError) Error() string {
@@ -130,6 +146,9 @@ func (e *HTTPError) Error() string {
 	}
 	if len(e.RootCauses) > 0 {
 		fmt.Fprintf(&b, " (root causes: %s)", strings.Join(e.RootCauses, ", "))
+	}
+	if e.RootCauseReason != "" {
+		fmt.Fprintf(&b, ": %s", e.RootCauseReason)
 	}
 	return b.String()
 }

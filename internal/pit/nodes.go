@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // NodeSelector picks the node that serves a PIT request. A read can be
@@ -22,6 +23,14 @@ type NodeSelector interface {
 // success.
 type FailureObserver interface {
 	ObserveRead(url string, err error)
+}
+
+// LatencyObserver is optionally implemented by a NodeSelector that wants
+// the latency of the page searches (not probes, PIT creations or
+// deletions) that a node answered with 2xx: the time from sending the
+// request to the end of the answer's body.
+type LatencyObserver interface {
+	ObserveLatency(url string, d time.Duration)
 }
 
 // RoundRobin is the default NodeSelector: it cycles over fixed endpoints.

@@ -33,8 +33,12 @@ const (
 // one data stream, indices matched by one pattern) with the same _id and
 // the same @timestamp would tie, and search_after would skip the second
 // at a page boundary. unmapped_type lets indices without @timestamp take
-// part (their documents sort as missing, last).
-var DefaultSort = json.RawMessage(`[{"@timestamp":{"order":"asc","unmapped_type":"date"}},{"_index":{"order":"asc"}},{"_id":{"order":"asc"}}]`)
+// part (their documents sort as missing, last). unmapped_type on _index
+// and _id lets an index without any mapping yet (created, never written)
+// be read: OpenSearch (2.19.6) refuses to sort it on _index or _id ("No
+// mapping found for [_index] in order to sort on"); the sort values of
+// other indices are unchanged.
+var DefaultSort = json.RawMessage(`[{"@timestamp":{"order":"asc","unmapped_type":"date"}},{"_index":{"order":"asc","unmapped_type":"keyword"}},{"_id":{"order":"asc","unmapped_type":"keyword"}}]`)
 
 // Slice selects one of Max disjoint parts of the documents (0 <= ID < Max).
 type Slice struct {
@@ -80,6 +84,16 @@ type Options struct {
 	// hit read earlier, as returned by Cursor). Empty means from the start.
 	SearchAfter []json.RawMessage
 
+	// Routing, if set, is the routing value(s) (comma-separated) the PIT is
+	// created with: it covers only the shards they route to. OpenSearch
+	// keeps routing and preference with the PIT: its searches take neither.
+	Routing string
+	// Preference, if set, is called at every PIT creation (the first and
+	// every recreation); a non-empty answer is sent as the preference that
+	// picks the shard copies holding the PIT's contexts (_local,
+	// _prefer_nodes:id,id, _only_nodes:..., a custom string).
+	Preference func() string
+
 	// KeepAlive is the PIT keep-alive, renewed by every search. Zero means
 	// 5m. Sent in milliseconds.
 	KeepAlive time.Duration
@@ -110,10 +124,21 @@ type Options struct {
 	// one is available. Zero means 30s.
 	NodeCooldown time.Duration
 
+	// StrictShards makes a shard failure other than context loss an error
+	// of that shard: the search is retried (MaxRetries, with Backoff)
+	// without emitting its page, and a failure that persists ends the
+	// iteration with a *PersistentShardFailureError. Unset, the page is
+	// emitted with a *ShardFailureError and the failed shards' documents
+	// in its range are not read.
+	StrictShards bool
+
 	// DedupWindow is the number of recently emitted (index, _id) pairs
 	// remembered to skip duplicates after a recreate. Zero means 32768;
 	// negative disables dedup (emit-all).
 	DedupWindow int
+	// Dedup, if set, is the window used instead of a private one of
+	// DedupWindow entries; it outlives the Paginator (see DedupWindow).
+	Dedup *DedupWindow
 
 	// OnSnapshotBreak, if set, is called once per successful recreate,
 	// on the iterating goroutine, before the first page of the new PIT.

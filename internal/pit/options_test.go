@@ -185,27 +185,27 @@ func TestIsFatal(t *testing.T) {
 
 func TestWindow(t *testing.T) {
 	w := newWindow(3)
-	if w.observe("a", "1", 1) != dedupNew || w.observe("b", "1", 1) != dedupNew {
+	if w.observe("a", "1", 1, 0) != dedupNew || w.observe("b", "1", 1, 0) != dedupNew {
 		t.Fatal("same id in another index is another document")
 	}
-	if w.observe("a", "1", 1) != dedupDuplicate {
+	if w.observe("a", "1", 1, 0) != dedupDuplicate {
 		t.Fatal("same version is a duplicate")
 	}
-	if w.observe("a", "1", 2) != dedupChanged || w.observe("a", "1", 2) != dedupDuplicate {
+	if w.observe("a", "1", 2, 0) != dedupChanged || w.observe("a", "1", 2, 0) != dedupDuplicate {
 		t.Fatal("new version is a change, then remembered")
 	}
-	w.observe("a", "2", 1) // evicts nothing yet: 3 entries
-	w.observe("a", "3", 1) // evicts the oldest, a/1
+	w.observe("a", "2", 1, 0) // evicts nothing yet: 3 entries
+	w.observe("a", "3", 1, 0) // evicts the oldest, a/1
 	if w.len() != 3 {
 		t.Fatalf("len %d", w.len())
 	}
-	if w.observe("a", "1", 2) != dedupNew {
+	if w.observe("a", "1", 2, 0) != dedupNew {
 		t.Fatal("the oldest entry was not evicted")
 	}
-	if w.observe("a", "3", 1) != dedupDuplicate {
+	if w.observe("a", "3", 1, 0) != dedupDuplicate {
 		t.Fatal("a recent entry was evicted")
 	}
-	if w.observe("a", "x", -1) != dedupNew || w.observe("a", "x", -1) != dedupDuplicate {
+	if w.observe("a", "x", -1, 0) != dedupNew || w.observe("a", "x", -1, 0) != dedupDuplicate {
 		t.Fatal("unknown versions compare equal")
 	}
 }
@@ -237,12 +237,12 @@ func BenchmarkDedupWindow(b *testing.B) {
 	b.Run("window-observe", func(b *testing.B) {
 		w := newWindow(n)
 		for i := range n {
-			w.observe(".ds-logs-000001", keys[i], 1)
+			w.observe(".ds-logs-000001", keys[i], 1, 0)
 		}
 		b.ReportAllocs()
 		cpu := startCPU(b)
 		for i := 0; i < b.N; i++ {
-			w.observe(".ds-logs-000001", keys[n+i%(3*n)], 1)
+			w.observe(".ds-logs-000001", keys[n+i%(3*n)], 1, 0)
 		}
 		b.ReportMetric(float64(cpu.stop())/float64(b.N), "cpu-ns/op")
 	})
@@ -270,7 +270,7 @@ func BenchmarkDedupWindow(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		w := newWindow(n)
 		for j := range ids {
-			w.observe(".ds-logs-000001", ids[j], 1)
+			w.observe(".ds-logs-000001", ids[j], 1, 0)
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -101,7 +103,10 @@ func Open(ctx context.Context, opts Options) (*Paginator, error) {
 		fetchCursor: slices.Clone(cfg.SearchAfter),
 		cursor:      slices.Clone(cfg.SearchAfter),
 	}
-	if cfg.DedupWindow > 0 {
+	switch {
+	case cfg.Dedup != nil:
+		p.win = cfg.Dedup.w
+	case cfg.DedupWindow > 0:
 		p.win = newWindow(cfg.DedupWindow)
 	}
 	if cfg.ExistingPITID != "" {
@@ -382,6 +387,14 @@ func (p *Paginator) fetch(ctx context.Context) (*Page, error) {
 			case resp.TimedOut:
 				out, noProbe = outTransient, true
 				cause = fmt.Errorf("pit: search on %s timed out on the server (partial results discarded)", redact(node))
+			case len(other) > 0 && p.cfg.StrictShards:
+				// The page is discarded and asked for again: emitting its
+				// hits would move the cursor past the failed shards' range.
+				if retries >= p.cfg.MaxRetries {
+					return nil, &PersistentShardFailureError{Failures: other, Attempts: retries + 1}
+				}
+				out, noProbe = outTransient, true
+				cause = &ShardFailureError{Failures: other}
 			case len(other) > 0 && len(resp.Hits.Hits) == 0 && retries < p.cfg.MaxRetries:
 				// No hit, so the cursor would not move past the failed
 				// shards: giving the page up would drop the rest of their
@@ -474,7 +487,18 @@ func (p *Paginator) process(resp *searchResponse, failures []ShardFailure) (*Pag
 			Source: h.Source, Sort: h.Sort,
 		}
 		if p.win != nil {
-			switch p.win.observe(h.Index, h.ID, hit.Version) {
+			ts := int64(math.MinInt64)
+			if len(h.Sort) > 0 {
+				if v, ok := timeKey(h.Sort[0]); ok {
+					ts = v
+				}
+			}
+			before := p.win.overflows
+			res := p.win.observe(h.Index, h.ID, hit.Version, ts)
+			if p.win.overflows != before {
+				p.ctr.DedupOverflows.Add(1)
+			}
+			switch res {
 			case dedupDuplicate:
 				pg.Deduplicated++
 				p.ctr.HitsDeduped.Add(1)
@@ -601,6 +625,14 @@ func (p *Paginator) openRetrying(ctx context.Context) (string, outcome, error) {
 
 func (p *Paginator) openOnce(ctx context.Context) (string, outcome, error) {
 	path := "/" + p.cfg.indexPath + "/_search/point_in_time?keep_alive=" + p.cfg.keepAlive
+	if p.cfg.Routing != "" {
+		path += "&routing=" + url.QueryEscape(p.cfg.Routing)
+	}
+	if p.cfg.Preference != nil {
+		if pref := p.cfg.Preference(); pref != "" {
+			path += "&preference=" + url.QueryEscape(pref)
+		}
+	}
 	status, data, node, err := p.do(ctx, "open", http.MethodPost, path, nil)
 	if err != nil {
 		if errors.Is(err, ErrNoNode) {
@@ -760,11 +792,17 @@ func (p *Paginator) do(ctx context.Context, op, method, path string, body []byte
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	start := time.Now()
 	resp, err := p.cfg.Client.Do(req)
 	var data []byte
 	if err == nil {
 		data, err = io.ReadAll(resp.Body)
 		resp.Body.Close()
+	}
+	if err == nil && op == "search" && resp.StatusCode/100 == 2 {
+		if lo, ok := p.cfg.Selector.(LatencyObserver); ok {
+			lo.ObserveLatency(node, time.Since(start))
+		}
 	}
 	if err != nil {
 		if ctx.Err() != nil {

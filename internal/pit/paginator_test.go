@@ -206,7 +206,7 @@ func TestRequestShape(t *testing.T) {
 	if fmt.Sprint(b["slice"]) != "map[id:1 max:2]" || fmt.Sprint(b["_source"]) != "[n]" || fmt.Sprint(b["query"]) != "map[term:map[x:1]]" {
 		t.Errorf("body = %v", b)
 	}
-	if fmt.Sprint(b["sort"]) != "[map[@timestamp:map[order:asc unmapped_type:date]] map[_index:map[order:asc]] map[_id:map[order:asc]]]" {
+	if fmt.Sprint(b["sort"]) != "[map[@timestamp:map[order:asc unmapped_type:date]] map[_index:map[order:asc unmapped_type:keyword]] map[_id:map[order:asc unmapped_type:keyword]]]" {
 		t.Errorf("sort = %v", b["sort"])
 	}
 	// The exact bytes of the cursor: re-encode what our client sent.

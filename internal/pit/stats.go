@@ -25,6 +25,9 @@ type Counters struct {
 	Retries               atomic.Int64 // requests retried after transport errors, 429 or 5xx
 	Probes                atomic.Int64 // size:0 probes sent to learn if a PIT survived
 	ContextLosses         atomic.Int64 // responses classified as context loss
+	// DedupOverflows counts entries a dedup window evicted while still
+	// needed (its limit was reached): if read again, emitted again.
+	DedupOverflows atomic.Int64
 
 	mu            sync.Mutex
 	shardFailures map[string]int64 // by reason.type; guarded by mu
@@ -38,6 +41,7 @@ type Stats struct {
 	HitsEmitted, PagesEmitted              int64
 	HitsDeduped, HitsOutOfOrder            int64
 	Retries, Probes, ContextLosses         int64
+	DedupOverflows                         int64
 	// ShardFailures counts failed shards by reason.type, context loss
 	// included (search_context_missing_exception).
 	ShardFailures map[string]int64
@@ -81,6 +85,7 @@ func (c *Counters) Snapshot() Stats {
 		Retries:               c.Retries.Load(),
 		Probes:                c.Probes.Load(),
 		ContextLosses:         c.ContextLosses.Load(),
+		DedupOverflows:        c.DedupOverflows.Load(),
 		ShardFailures:         sf,
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/config/configretry"
 
 	"github.com/opensearchrouted/opensearchrouted/internal/pit"
+	"github.com/opensearchrouted/opensearchrouted/internal/routing"
 )
 
 // Signals and modes.
@@ -27,6 +28,12 @@ const (
 	// ModeFollow reads to the end, then polls every poll_interval for
 	// documents that sort after the last cursor.
 	ModeFollow = "follow"
+)
+
+// Defaults of follow mode.
+const (
+	DefaultFollowLag      = 5 * time.Second
+	DefaultMaxDedupWindow = 262144
 )
 
 // Config is the receiver's configuration.
@@ -58,6 +65,18 @@ type Config struct {
 	// an _id is unique within one index only).
 	Sort string `mapstructure:"sort"`
 
+	// Routing is routing value(s), comma-separated: only the shards they
+	// route to are read (documents indexed with another routing that
+	// hash to the same shards are read too; add a query on _routing to
+	// exclude them). Sent at PIT creation (default: none).
+	Routing string `mapstructure:"routing"`
+	// Preference picks the shard copies holding each PIT's contexts, as
+	// OpenSearch's preference (_local, _prefer_nodes:ids, _only_nodes:ids,
+	// a custom string); sent at PIT creation, which is the only place the
+	// server accepts it with a PIT. Unset: the receiver prefers copies on
+	// nodes that are not ejected as latency outliers.
+	Preference string `mapstructure:"preference"`
+
 	// PageSize is the number of documents per search (default 1000).
 	PageSize int `mapstructure:"page_size"`
 	// Slices is the number of parallel PIT slices (default 1, no slicing).
@@ -79,6 +98,20 @@ type Config struct {
 	Mode string `mapstructure:"mode"`
 	// PollInterval is the wait between two reads in follow mode (default 30s).
 	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// FollowLag is how far back in time_field each follow-mode read starts
+	// before the last cursor, so that documents that became visible late
+	// (a shard's refresh, an equal timestamp with a lower _id) are read;
+	// the dedup window drops those already emitted (default 5s; 0: resume
+	// strictly after the cursor). It must cover the indices'
+	// index.refresh_interval, checked at start when the setting is
+	// readable.
+	FollowLag time.Duration `mapstructure:"follow_lag"`
+	// MaxDedupWindow bounds the growth of each slice's dedup window in
+	// follow mode: the window grows past dedup_window to hold every
+	// document of the last follow_lag (default 262144 per slice). Past it,
+	// documents are forgotten early, counted and warned about: a document
+	// forgotten that way and read again is emitted again.
+	MaxDedupWindow int `mapstructure:"max_dedup_window"`
 	// MaxDocumentsPerSecond caps the documents handed to the pipeline per
 	// second, all slices together (default 0: unlimited).
 	MaxDocumentsPerSecond float64 `mapstructure:"max_documents_per_second"`
@@ -95,10 +128,60 @@ type Config struct {
 	// before the refused page.
 	RetryOnFailure configretry.BackOffConfig `mapstructure:"retry_on_failure"`
 
+	// ReadRetry is how reads that fail (the cluster or a node down, a
+	// lost point in time, a shard that keeps failing) are retried: the
+	// slice's point in time is reopened after its checkpoint, waiting
+	// between attempts with jitter, the wait doubling from
+	// initial_interval up to max_interval. Follow mode retries forever;
+	// once mode fails the slice after max_elapsed_time without a page
+	// read. Bad queries, missing indices and refused credentials fail at
+	// once.
+	ReadRetry ReadRetryConfig `mapstructure:"read_retry"`
+
 	Discovery DiscoveryConfig `mapstructure:"discovery"`
+
+	// OutlierDetection ejects nodes whose search latency is a clear
+	// outlier from coordinating searches (needs discovery).
+	OutlierDetection OutlierConfig `mapstructure:"outlier_detection"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
+}
+
+// ReadRetryConfig is the retry schedule of failed reads.
+type ReadRetryConfig struct {
+	InitialInterval time.Duration `mapstructure:"initial_interval"` // default 1s
+	MaxInterval     time.Duration `mapstructure:"max_interval"`     // default 30s
+	// MaxElapsedTime bounds the retries of a once-mode slice without a
+	// page read (default 5m). Follow mode ignores it.
+	MaxElapsedTime time.Duration `mapstructure:"max_elapsed_time"`
+}
+
+// OutlierConfig controls the latency outlier detection of search nodes: a
+// node whose average search latency exceeds ratio × the median of the
+// nodes in use (and the median by min_excess) is not sent searches for
+// base_ejection_time × its ejection count (capped at max_ejection_time),
+// unless fewer than 2 nodes would remain or max_ejection_percent of them
+// are already ejected.
+type OutlierConfig struct {
+	Enabled            bool          `mapstructure:"enabled"`              // default true
+	Ratio              float64       `mapstructure:"ratio"`                // default 2
+	MinExcess          time.Duration `mapstructure:"min_excess"`           // default 1ms
+	MinRequests        int64         `mapstructure:"min_requests"`         // default 20 per node
+	Interval           time.Duration `mapstructure:"interval"`             // default 1s
+	BaseEjectionTime   time.Duration `mapstructure:"base_ejection_time"`   // default 30s
+	MaxEjectionTime    time.Duration `mapstructure:"max_ejection_time"`    // default 5m
+	MaxEjectionPercent int           `mapstructure:"max_ejection_percent"` // default 50
+}
+
+func (o OutlierConfig) detector() *routing.Outliers {
+	if !o.Enabled {
+		return nil
+	}
+	return routing.NewOutliers(routing.OutlierConfig{
+		Ratio: o.Ratio, MinExcess: float64(o.MinExcess), MinRequests: o.MinRequests, Interval: o.Interval,
+		BaseEjectionTime: o.BaseEjectionTime, MaxEjectionTime: o.MaxEjectionTime, MaxEjectionPercent: o.MaxEjectionPercent,
+	})
 }
 
 // DiscoveryConfig controls topology discovery, used to send reads to nodes
@@ -129,8 +212,15 @@ func createDefaultConfig() *Config {
 		Signal:              SignalLogs,
 		Mode:                ModeOnce,
 		PollInterval:        30 * time.Second,
+		FollowLag:           DefaultFollowLag,
+		MaxDedupWindow:      DefaultMaxDedupWindow,
 		RetryOnFailure:      retry,
+		ReadRetry:           ReadRetryConfig{InitialInterval: time.Second, MaxInterval: 30 * time.Second, MaxElapsedTime: 5 * time.Minute},
 		Discovery:           DiscoveryConfig{Enabled: true, RefreshInterval: 30 * time.Second},
+		OutlierDetection: OutlierConfig{
+			Enabled: true, Ratio: 2, MinExcess: time.Millisecond, MinRequests: 20, Interval: time.Second,
+			BaseEjectionTime: 30 * time.Second, MaxEjectionTime: 5 * time.Minute, MaxEjectionPercent: 50,
+		},
 	}
 }
 
@@ -190,6 +280,20 @@ func (c *Config) Validate() error {
 		if c.PollInterval <= 0 {
 			add("poll_interval: must be positive in follow mode, got %v", c.PollInterval)
 		}
+		if c.FollowLag < 0 {
+			add("follow_lag: must not be negative, got %v", c.FollowLag)
+		}
+		if c.FollowLag > 0 {
+			if c.DedupWindow < 0 {
+				add("dedup_window: follow mode with a follow_lag re-reads the last follow_lag at every poll and needs deduplication; enable it or set follow_lag to 0")
+			}
+			if c.MaxDedupWindow < c.DedupWindow {
+				add("max_dedup_window: must be at least dedup_window (%d), got %d", c.DedupWindow, c.MaxDedupWindow)
+			}
+			if err := c.checkFollowSort(); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	default:
 		add("mode: %q is not one of once, follow", c.Mode)
 	}
@@ -201,6 +305,31 @@ func (c *Config) Validate() error {
 	}
 	if c.Timeout < 0 {
 		add("timeout: must not be negative, got %v", c.Timeout)
+	}
+	if od := c.OutlierDetection; od.Enabled {
+		switch {
+		case od.Ratio <= 1:
+			add("outlier_detection.ratio: must be above 1, got %v", od.Ratio)
+		case od.MinExcess < 0:
+			add("outlier_detection.min_excess: must not be negative, got %v", od.MinExcess)
+		case od.MinRequests < 1:
+			add("outlier_detection.min_requests: must be at least 1, got %d", od.MinRequests)
+		case od.Interval <= 0:
+			add("outlier_detection.interval: must be positive, got %v", od.Interval)
+		case od.BaseEjectionTime <= 0 || od.MaxEjectionTime < od.BaseEjectionTime:
+			add("outlier_detection: need 0 < base_ejection_time ≤ max_ejection_time, got %v and %v", od.BaseEjectionTime, od.MaxEjectionTime)
+		case od.MaxEjectionPercent < 1 || od.MaxEjectionPercent > 100:
+			add("outlier_detection.max_ejection_percent: must be between 1 and 100, got %d", od.MaxEjectionPercent)
+		}
+	}
+	if strings.ContainsAny(c.Routing, " \t\r\n") {
+		add("routing: %q has whitespace (routing values are comma-separated)", c.Routing)
+	}
+	if c.ReadRetry.InitialInterval <= 0 || c.ReadRetry.MaxInterval < c.ReadRetry.InitialInterval {
+		add("read_retry: need 0 < initial_interval ≤ max_interval, got %v and %v", c.ReadRetry.InitialInterval, c.ReadRetry.MaxInterval)
+	}
+	if c.ReadRetry.MaxElapsedTime <= 0 {
+		add("read_retry.max_elapsed_time: must be positive, got %v", c.ReadRetry.MaxElapsedTime)
 	}
 	if err := c.RetryOnFailure.Validate(); err != nil {
 		add("retry_on_failure: %v", err)
@@ -272,6 +401,11 @@ func (c *Config) pitOptions() (pit.Options, error) {
 		KeepAlive:           c.KeepAlive,
 		MaxRecreateAttempts: c.MaxRecreateAttempts,
 		DedupWindow:         c.DedupWindow,
+		Routing:             c.Routing,
+	}
+	if c.Preference != "" {
+		pref := c.Preference
+		o.Preference = func() string { return pref }
 	}
 	if c.Sort != "" {
 		o.Sort = json.RawMessage(c.Sort)
@@ -313,11 +447,17 @@ func (c *Config) fingerprint() string {
 	q, _ := c.query()
 	sort := c.Sort
 	if sort == "" {
-		sort = string(pit.DefaultSort)
+		// The default sort's cursor has kept its shape (@timestamp,
+		// _index, _id) since unmapped_type was added to _index and _id:
+		// checkpoints taken before still resume.
+		sort = defaultSortFingerprint
 	}
 	b, _ := json.Marshal([]any{c.Indices, json.RawMessage(orNull(q)), sort, c.Slices, c.Signal})
 	return string(b)
 }
+
+// defaultSortFingerprint stands for pit.DefaultSort in fingerprints.
+const defaultSortFingerprint = `[{"@timestamp":{"order":"asc","unmapped_type":"date"}},{"_index":{"order":"asc"}},{"_id":{"order":"asc"}}]`
 
 func orNull(b []byte) []byte {
 	if len(b) == 0 {

@@ -52,6 +52,10 @@ func TestLoadConfigEveryKey(t *testing.T) {
 	want.MaxRecreateAttempts, want.DedupWindow = 5, 1000
 	want.Mode, want.PollInterval = ModeFollow, time.Minute
 	want.MaxDocumentsPerSecond = 2500
+	want.FollowLag, want.MaxDedupWindow, want.Preference = 10*time.Second, 5000, "_local"
+	want.ReadRetry = ReadRetryConfig{InitialInterval: 2 * time.Second, MaxInterval: time.Minute, MaxElapsedTime: 10 * time.Minute}
+	want.OutlierDetection = OutlierConfig{Enabled: true, Ratio: 3, MinExcess: 2 * time.Millisecond, MinRequests: 50,
+		Interval: 2 * time.Second, BaseEjectionTime: time.Minute, MaxEjectionTime: 10 * time.Minute, MaxEjectionPercent: 34}
 	id := component.MustNewIDWithName("file_storage", "backfill")
 	want.Storage = &id
 	want.RetryOnFailure.InitialInterval = 2 * time.Second

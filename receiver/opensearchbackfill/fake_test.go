@@ -82,45 +82,71 @@ func page(shards string, hits ...string) string {
 
 const okShards = `{"total":2,"successful":2,"skipped":0,"failed":0}`
 
-// Issue 6 proof 4: a non-context shard failure comes with the page as
-// ErrShardFailure, is counted by reason and logged, and is not retried.
-func TestShardFailureSurfacesAndIsNotRetried(t *testing.T) {
-	failed := `{"total":2,"successful":1,"skipped":0,"failed":1,"failures":[{"shard":1,"index":"events","node":"n2",` +
-		`"reason":{"type":"circuit_breaking_exception","reason":"[parent] Data too large"}}]}`
-	f := newFakeServer(t,
-		page(failed, hitJSON("a", `{"n":1}`, 1), hitJSON("b", `{"n":2}`, 2)),
-		page(okShards, hitJSON("c", `{"n":3}`, 3)),
-	)
+const failedShards = `{"total":2,"successful":1,"skipped":0,"failed":1,"failures":[{"shard":1,"index":"events","node":"n2",` +
+	`"reason":{"type":"circuit_breaking_exception","reason":"[parent] Data too large"}}]}`
+
+// startOnFake starts a once read of events, pages of 2, on a fake server
+// answering pages.
+func startOnFake(t *testing.T, pages ...string) (*fakeServer, *harness, *idSink) {
+	t.Helper()
+	f := newFakeServer(t, pages...)
 	cfg := testConfig([]string{f.URL}, "events")
 	cfg.Discovery.Enabled = false
 	cfg.PageSize = 2
 	sink := newIDSink()
-	h := mustStart(t, cfg, sink, nil)
+	return f, mustStart(t, cfg, sink, nil), sink
+}
+
+// A non-context shard failure is an error of that shard: the search is
+// asked for again (its partial page is not delivered, the cursor does not
+// move past the failed shard's range), counted by reason, and the read
+// goes on once the shard answers.
+func TestShardFailureRetriedThenRead(t *testing.T) {
+	f, h, sink := startOnFake(t,
+		page(failedShards, hitJSON("a", `{"n":1}`, 1), hitJSON("c", `{"n":3}`, 3)), // b is on the failed shard
+		page(okShards, hitJSON("a", `{"n":1}`, 1), hitJSON("b", `{"n":2}`, 2)),
+		page(okShards, hitJSON("c", `{"n":3}`, 3)),
+	)
 	h.wait(t, 10*time.Second)
 	checkAllOnce(t, sink.snapshot(), []string{"a", "b", "c"}, true)
-	if n := f.searchCount(); n != 2 {
-		t.Errorf("%d searches: the failed page was retried", n)
+	f.mu.Lock()
+	searches := append([]string(nil), f.searches...)
+	f.mu.Unlock()
+	if len(searches) != 3 || strings.Contains(searches[1], "search_after") || !strings.Contains(searches[2], `"search_after":[2,"events","b"]`) {
+		t.Errorf("searches %q: the failed page was not asked for again from the same cursor", searches)
 	}
 	st := h.r.Stats()
-	if st.ShardFailures["circuit_breaking_exception"] != 1 || st.PITsRecreated != 0 || st.Retries != 0 {
+	if st.ShardFailures["circuit_breaking_exception"] != 1 || st.Retries != 1 {
 		t.Errorf("stats %+v", st)
 	}
 	if got := h.metric(t, "otelcol.opensearchbackfill.shard_failures", map[string]string{"reason": "circuit_breaking_exception"}); got != 1 {
 		t.Errorf("shard_failures metric = %d", got)
 	}
-	logged := h.logs.FilterMessageSnippet("Shards failed for a reason other than context loss").All()
-	if len(logged) != 1 || !strings.Contains(logged[0].ContextMap()["error"].(string), "[events][1] on node n2: circuit_breaking_exception") {
-		t.Errorf("log %v", logged)
-	}
-	// The search after the failed page continues past it.
-	f.mu.Lock()
-	second := f.searches[1]
-	f.mu.Unlock()
-	if !strings.Contains(second, `"search_after":[2,"events","b"]`) {
-		t.Errorf("second search %s", second)
-	}
 	if !h.host.completed() {
 		t.Error("completion not reported")
+	}
+}
+
+// A shard that keeps failing in once mode ends the read with a permanent
+// error naming index, shard and reason, and what was read; never
+// "completed" with a hole.
+func TestShardFailurePersistsOnceFails(t *testing.T) {
+	f, h, sink := startOnFake(t,
+		page(okShards, hitJSON("a", `{"n":1}`, 1), hitJSON("b", `{"n":2}`, 2)),
+		page(failedShards, hitJSON("c", `{"n":3}`, 3)),
+	)
+	h.wait(t, 30*time.Second)
+	if h.host.completed() {
+		t.Fatal("completion reported with a hole")
+	}
+	checkAllOnce(t, sink.snapshot(), []string{"a", "b"}, true)
+	perm := h.host.permanentErrors()
+	if len(perm) != 1 || !strings.Contains(perm[0], "[events][1] on node n2: circuit_breaking_exception ([parent] Data too large)") ||
+		!strings.Contains(perm[0], "delivered 2 documents") {
+		t.Fatalf("permanent errors %q", perm)
+	}
+	if n := f.searchCount(); n != 5 { // the first page, then 1 + 3 retries of the second
+		t.Errorf("%d searches, want 5", n)
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/opensearchrouted/opensearchrouted/internal/pit"
 	"github.com/opensearchrouted/opensearchrouted/testbed/cluster"
 )
 
@@ -127,6 +130,67 @@ func TestRealCluster(t *testing.T) {
 		t.Logf("stats after the restart of node %d: %+v", node, stats)
 	})
 
+	// An index created and never written has no mapping: with the default
+	// sort the server refused every search ("No mapping found for [_index]
+	// in order to sort on") and the read failed at start. A once read of
+	// it completes with nothing; a follower reads what is written later.
+	t.Run("EmptyIndex", func(t *testing.T) {
+		createIndex(t, base, "empty", 2, 0)
+		once := mustStart(t, testConfig(c.Addrs(), "empty"), newIDSink(), nil)
+		once.wait(t, time.Minute)
+		if !once.host.completed() {
+			t.Fatalf("a once read of an empty index did not complete: %q", once.host.permanentErrors())
+		}
+		cfg := testConfig(c.Addrs(), "empty")
+		cfg.Mode = ModeFollow
+		cfg.PollInterval = 100 * time.Millisecond
+		sink := newIDSink()
+		mustStart(t, cfg, sink, nil)
+		writeAt(t, base, "empty", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), "first")
+		waitFor(t, 30*time.Second, func() bool { return sink.snapshot()["first"] == 1 })
+	})
+
+	// Follow mode and shards that refresh at different times: a document
+	// written first, with the older @timestamp, becomes visible after a
+	// newer one of another shard was read (refresh disabled on its index
+	// makes the order certain). It is read, once.
+	t.Run("FollowRefreshLag", func(t *testing.T) {
+		for _, ix := range []string{"lag-a", "lag-b"} {
+			st, b := httpDo(t, "PUT", base+"/"+ix, `{"settings":{"number_of_shards":1,"number_of_replicas":1},`+
+				`"mappings":{"properties":{"@timestamp":{"type":"date"}}}}`)
+			if st != 200 {
+				t.Fatalf("create %s: %d %s", ix, st, b)
+			}
+		}
+		if st, b := httpDo(t, "PUT", base+"/lag-a/_settings", `{"index.refresh_interval":"-1"}`); st != 200 {
+			t.Fatalf("disable refresh: %d %s", st, b)
+		}
+		if err := c.WaitHealth(context.Background(), "green"); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+		if st, b := httpDo(t, "PUT", base+"/lag-a/_doc/old", tsDoc(t0)); st != 201 {
+			t.Fatalf("index old: %d %s", st, b)
+		}
+		writeAt(t, base, "lag-b", t0.Add(time.Second), "new")
+		cfg := testConfig(c.Addrs(), "lag-a", "lag-b")
+		cfg.Mode = ModeFollow
+		cfg.PollInterval = 100 * time.Millisecond
+		sink := newIDSink()
+		h := mustStart(t, cfg, sink, nil)
+		waitFor(t, 30*time.Second, func() bool { return sink.snapshot()["new"] == 1 })
+		if sink.snapshot()["old"] != 0 {
+			t.Fatal("old is visible before its refresh: the scenario does not hold")
+		}
+		httpDo(t, "POST", base+"/lag-a/_refresh", "")
+		waitFor(t, 30*time.Second, func() bool { return sink.snapshot()["old"] == 1 })
+		settle(t, h)
+		checkAllOnce(t, sink.snapshot(), []string{"old", "new"}, true)
+		if h.logs.FilterMessageSnippet("refresh disabled").Len() != 1 {
+			t.Error("the disabled refresh of lag-a was not warned about")
+		}
+	})
+
 	// Issue 6 proof 3: a collector restarted with the file_storage
 	// extension resumes from its checkpoints (the emulator version's
 	// scenario and assertions, on a real index).
@@ -202,39 +266,173 @@ func TestRealCluster(t *testing.T) {
 		sink := newIDSink()
 		h := mustStart(t, cfg, sink, nil)
 		h.wait(t, time.Minute)
-		checkAllOnce(t, sink.snapshot(), kwIDs, true)
+		if h.host.completed() {
+			t.Fatal("completion reported although sf-num's shards were never read")
+		}
 		stats := h.r.Stats()
 		if stats.ShardFailures[reason] < 1 || len(stats.ShardFailures) != 1 {
 			t.Errorf("shard failures %v, want only %s", stats.ShardFailures, reason)
 		}
-		// Not retried: no PIT recreated or reopened, no search retried or
-		// probed, no context loss.
-		if stats.PITsOpened != int64(cfg.Slices) || stats.PITsRecreated != 0 || stats.ContextLosses != 0 ||
-			stats.Retries != 0 || stats.Probes != 0 || stats.OpenPITs() != 0 {
+		// Retried: every slice asked for its first page 1 + MaxRetries
+		// times, with no context loss.
+		if stats.Retries < int64(cfg.Slices)*pit.DefaultMaxRetries || stats.ContextLosses != 0 || stats.OpenPITs() != 0 {
 			t.Errorf("stats %+v", stats)
 		}
 		if got := h.metric(t, "otelcol.opensearchbackfill.shard_failures", map[string]string{"reason": reason}); got != stats.ShardFailures[reason] {
 			t.Errorf("shard_failures metric = %d, stats %d", got, stats.ShardFailures[reason])
 		}
-		// One log per failed response, one count per failure entry: the
-		// server groups the identical failures of sf-num's shards into one
-		// entry. Later pages may have none: once search_after is past
-		// sf-num's newest @timestamp, its shards are skipped before the
-		// query is parsed.
-		logged := h.logs.FilterMessageSnippet("Shards failed for a reason other than context loss").All()
-		if int64(len(logged)) != stats.ShardFailures[reason] {
-			t.Errorf("%d shard failure logs for %d counted failures", len(logged), stats.ShardFailures[reason])
+		perm := h.host.permanentErrors()
+		if len(perm) != cfg.Slices {
+			t.Fatalf("%d permanent errors, want one per slice: %q", len(perm), perm)
 		}
-		for _, e := range logged {
-			if msg, _ := e.ContextMap()["error"].(string); !strings.Contains(msg, "[sf-num]") || !strings.Contains(msg, reason) {
-				t.Errorf("logged error %q", msg)
+		for _, msg := range perm {
+			if !strings.Contains(msg, "[sf-num][") || !strings.Contains(msg, reason) || !strings.Contains(msg, "kept failing") {
+				t.Errorf("permanent error %q does not name index, shard and reason", msg)
 			}
 		}
-		if !h.host.completed() {
-			t.Error("completion not reported")
+		if n := len(sink.snapshot()); n != 0 {
+			t.Errorf("%d documents delivered from pages with failed shards", n)
 		}
 		t.Logf("stats: %+v", stats)
 	})
+
+	// Follow mode through a rolling restart of every node, with writes
+	// before, during and after: every acknowledged document is read, none
+	// twice.
+	t.Run("FollowRollingRestart", func(t *testing.T) {
+		st, b := httpDo(t, "PUT", base+"/roll", `{"settings":{"number_of_shards":3,"number_of_replicas":1},`+
+			`"mappings":{"properties":{"@timestamp":{"type":"date"}}}}`)
+		if st != 200 {
+			t.Fatalf("create roll: %d %s", st, b)
+		}
+		if err := c.WaitHealth(context.Background(), "green"); err != nil {
+			t.Fatal(err)
+		}
+		w := startWriter(t, c.Addrs(), "roll")
+		waitFor(t, 10*time.Second, func() bool { return len(w.written()) > 0 })
+		cfg := testConfig(c.Addrs(), "roll")
+		cfg.Mode = ModeFollow
+		cfg.Slices = 2
+		cfg.PageSize = 200
+		cfg.PollInterval = 200 * time.Millisecond
+		cfg.ReadRetry.InitialInterval = 100 * time.Millisecond
+		cfg.ReadRetry.MaxInterval = 2 * time.Second
+		sink := newIDSink()
+		h := mustStart(t, cfg, sink, nil)
+		t.Cleanup(func() {
+			if t.Failed() {
+				for _, e := range h.logs.All() {
+					t.Logf("receiver log: %s %v", e.Message, e.ContextMap())
+				}
+			}
+		})
+		waitFor(t, 30*time.Second, func() bool { return len(sink.snapshot()) > 0 })
+		for i := range c.Len() {
+			if err := c.Restart(i); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.WaitHealth(context.Background(), "green"); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("node %d restarted; %d documents written, %d read", i, len(w.written()), len(sink.snapshot()))
+		}
+		time.Sleep(2 * time.Second)
+		ids := w.stop()
+		httpDo(t, "POST", base+"/roll/_refresh", "")
+		waitFor(t, time.Minute, func() bool { return len(sink.snapshot()) >= len(ids) })
+		settle(t, h)
+		checkAllOnce(t, sink.snapshot(), ids, true)
+		if n := h.logs.FilterMessageSnippet("Backfill slice failed").Len(); n != 0 {
+			t.Fatalf("%d slices failed", n)
+		}
+		t.Logf("%d documents written and read once; read retries %d; stats %+v", len(ids), h.r.readRetries.Load(), h.r.Stats())
+	})
+}
+
+// writer writes batches of documents stamped with the current time to
+// index, rotating over the nodes and retrying failed items until they are
+// acknowledged (create: an item already created answers 409).
+type writer struct {
+	mu    sync.Mutex
+	ids   []string
+	stopc chan struct{}
+	done  chan struct{}
+}
+
+func startWriter(t *testing.T, addrs []string, index string) *writer {
+	w := &writer{stopc: make(chan struct{}), done: make(chan struct{})}
+	client := &http.Client{Timeout: 10 * time.Second}
+	go func() {
+		defer close(w.done)
+		seq, node := 0, 0
+		for {
+			select {
+			case <-w.stopc:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			batch := make([]string, 20)
+			for i := range batch {
+				batch[i] = fmt.Sprintf("w-%06d", seq)
+				seq++
+			}
+			for len(batch) > 0 {
+				now := time.Now()
+				var b strings.Builder
+				for i, id := range batch {
+					fmt.Fprintf(&b, `{"create":{"_index":%q,"_id":%q}}`+"\n%s\n", index, id, tsDoc(now.Add(time.Duration(i)*time.Microsecond)))
+				}
+				node = (node + 1) % len(addrs)
+				resp, err := client.Post(addrs[node]+"/_bulk", "application/x-ndjson", strings.NewReader(b.String()))
+				if err != nil {
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				var r struct {
+					Items []map[string]struct {
+						ID     string `json:"_id"`
+						Status int    `json:"status"`
+					} `json:"items"`
+				}
+				err = json.NewDecoder(resp.Body).Decode(&r)
+				resp.Body.Close()
+				if err != nil || len(r.Items) != len(batch) {
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				var retry []string
+				w.mu.Lock()
+				for i, it := range r.Items {
+					if st := it["create"].Status; st == 201 || st == 409 {
+						w.ids = append(w.ids, batch[i])
+					} else {
+						retry = append(retry, batch[i])
+					}
+				}
+				w.mu.Unlock()
+				batch = retry
+			}
+		}
+	}()
+	t.Cleanup(func() { w.stop() })
+	return w
+}
+
+func (w *writer) written() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.ids...)
+}
+
+// stop ends the writes and returns the acknowledged ids.
+func (w *writer) stop() []string {
+	select {
+	case <-w.stopc:
+	default:
+		close(w.stopc)
+	}
+	<-w.done
+	return w.written()
 }
 
 // realNodeWithPITs returns the node holding the most PIT contexts, from

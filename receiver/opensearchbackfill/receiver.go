@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -57,6 +58,7 @@ type backfillReceiver struct {
 	client  *http.Client
 	router  *routing.Router
 	sel     pit.NodeSelector
+	rsel    *readSelector
 	store   storage.Client
 	limiter *limiter
 	reg     metric.Registration
@@ -68,7 +70,9 @@ type backfillReceiver struct {
 	mu   sync.Mutex // guards errs
 	errs []error    // fatal errors of slices
 
-	delivered atomic.Int64 // documents accepted by the pipeline
+	delivered   atomic.Int64 // documents accepted by the pipeline
+	recovering  atomic.Int32 // slices retrying failed reads
+	readRetries atomic.Int64 // failed reads retried
 
 	// Test hooks.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -83,6 +87,11 @@ type slice struct {
 	cursor  []json.RawMessage // after the last page the pipeline accepted
 	done    bool              // read to the end (once mode)
 	conv    converter
+	dedup   *pit.DedupWindow // follow mode with a lag: kept across polls
+	// overflows is the dedup overflow count last warned about.
+	overflows int64
+	retry     readRetry
+	delivered int64 // documents this slice delivered
 }
 
 func newReceiver(cfg *Config, set receiver.Settings) (*backfillReceiver, error) {
@@ -160,9 +169,14 @@ func (r *backfillReceiver) Start(ctx context.Context, host component.Host) (err 
 		}
 		r.router.Start()
 	}
-	sel := newReadSelector(r.router, seeds)
+	var out *routing.Outliers
+	if r.router != nil {
+		out = r.cfg.OutlierDetection.detector()
+	}
+	sel := newReadSelector(r.router, seeds, out)
 	sel.want(r.cfg.Indices)
 	r.sel = sel
+	r.rsel = sel
 	if r.cfg.MaxDocumentsPerSecond > 0 {
 		r.limiter = &limiter{rate: r.cfg.MaxDocumentsPerSecond}
 	}
@@ -176,10 +190,19 @@ func (r *backfillReceiver) Start(ctx context.Context, host component.Host) (err 
 		return err
 	}
 
+	if r.following() {
+		if err := r.checkRefreshInterval(ctx); err != nil {
+			return fmt.Errorf("opensearchbackfill: %w", err)
+		}
+	}
 	n := r.cfg.Slices
 	r.slices = make([]*slice, n)
 	for i := range n {
 		s := &slice{id: i, max: n, key: fmt.Sprintf("slice_%d_of_%d", i, n)}
+		if r.following() {
+			s.dedup = pit.NewDedupWindow(r.cfg.DedupWindow, r.cfg.MaxDedupWindow)
+			s.dedup.Keep(math.MinInt64) // everything, until the first page gives a cursor
+		}
 		r.slices[i] = s
 		if err := r.loadCheckpoint(ctx, s); err != nil {
 			return err
@@ -188,7 +211,14 @@ func (r *backfillReceiver) Start(ctx context.Context, host component.Host) (err 
 			continue
 		}
 		if s.pag, err = r.open(ctx, s); err != nil {
-			return fmt.Errorf("opensearchbackfill: opening a point in time on %v (slice %d of %d): %w", r.cfg.Indices, i, n, err)
+			if permanentRead(err) {
+				return fmt.Errorf("opensearchbackfill: opening a point in time on %v (slice %d of %d): %w", r.cfg.Indices, i, n, err)
+			}
+			// The cluster may come back: the slice retries in the
+			// background (read_retry).
+			r.log.Warn("Opening a point in time failed; the slice retries in the background",
+				zap.Int("slice", i), zap.Error(err))
+			s.pag = nil
 		}
 	}
 
@@ -282,7 +312,17 @@ func (r *backfillReceiver) open(ctx context.Context, s *slice) (*pit.Paginator, 
 	o.Selector = r.sel
 	o.Counters = &r.ctr
 	o.SearchAfter = s.cursor
+	if s.dedup != nil {
+		o.Dedup = s.dedup
+		if o.SearchAfter, err = rewind(s.cursor, r.cfg.FollowLag); err != nil {
+			return nil, &permanentError{err}
+		}
+	}
 	o.Sleep = r.sleep
+	o.StrictShards = true
+	if o.Preference == nil && r.rsel != nil {
+		o.Preference = r.rsel.preference
+	}
 	if s.max > 1 {
 		o.Slice = &pit.Slice{ID: s.id, Max: s.max}
 	}
@@ -295,25 +335,30 @@ func (r *backfillReceiver) open(ctx context.Context, s *slice) (*pit.Paginator, 
 }
 
 // run reads one slice until its end (once), or until ctx ends (follow).
+// A failed read is retried from the slice's cursor (retryRead).
 func (r *backfillReceiver) run(ctx context.Context, s *slice) {
 	defer r.wg.Done()
 	for {
 		if s.pag == nil {
 			p, err := r.open(ctx, s)
 			if err != nil {
-				r.fail(ctx, s, fmt.Errorf("opening a point in time: %w", err))
+				if r.retryRead(ctx, s, fmt.Errorf("opening a point in time: %w", err)) {
+					continue
+				}
 				return
 			}
 			s.pag = p
 		}
+		var readErr error
 		for pg, err := range s.pag.Pages(ctx) {
 			if err != nil && pit.IsFatal(err) {
-				r.fail(ctx, s, err)
-				return
+				readErr = err
+				break
 			}
 			if err != nil {
 				r.pageProblem(s, err)
 			}
+			r.readOK(s)
 			if len(pg.Hits) > 0 {
 				if err := r.deliver(ctx, s, pg.Hits); err != nil {
 					r.fail(ctx, s, err)
@@ -321,11 +366,19 @@ func (r *backfillReceiver) run(ctx context.Context, s *slice) {
 				}
 			}
 			s.cursor = pg.Cursor
+			r.keepOverlap(s)
 			r.saveCheckpoint(ctx, s)
 		}
 		if ctx.Err() != nil {
 			return
 		}
+		if readErr != nil {
+			if r.retryRead(ctx, s, readErr) {
+				continue
+			}
+			return
+		}
+		r.readOK(s)
 		if err := s.pag.Close(ctx); err != nil {
 			r.log.Warn("Deleting a point in time failed; it expires with its keep-alive", zap.Int("slice", s.id), zap.Error(err))
 		}
@@ -338,6 +391,27 @@ func (r *backfillReceiver) run(ctx context.Context, s *slice) {
 		if r.sleep(ctx, r.cfg.PollInterval) != nil {
 			return
 		}
+	}
+}
+
+// following tells whether reads re-read an overlap of follow_lag.
+func (r *backfillReceiver) following() bool {
+	return r.cfg.Mode == ModeFollow && r.cfg.FollowLag > 0
+}
+
+// keepOverlap tells the slice's dedup window which documents the next
+// rewind can read again, and warns when the window had to forget some of
+// them (max_dedup_window reached).
+func (r *backfillReceiver) keepOverlap(s *slice) {
+	if s.dedup == nil {
+		return
+	}
+	s.dedup.Keep(floorOf(s.cursor, r.cfg.FollowLag))
+	if n := s.dedup.Overflows(); n > s.overflows {
+		r.log.Warn("The dedup window reached max_dedup_window while holding documents of the last follow_lag: those forgotten are emitted again if read again; raise max_dedup_window or lower follow_lag",
+			zap.Int("slice", s.id), zap.Int64("forgotten", n-s.overflows), zap.Int64("forgotten_total", n),
+			zap.Int("max_dedup_window", r.cfg.MaxDedupWindow), zap.Duration("follow_lag", r.cfg.FollowLag))
+		s.overflows = n
 	}
 }
 
@@ -386,6 +460,7 @@ func (r *backfillReceiver) deliver(ctx context.Context, s *slice, hits []pit.Hit
 		n, err := r.consume(ctx, s, hits, first)
 		if err == nil {
 			r.delivered.Add(int64(n))
+			s.delivered += int64(n)
 			return nil
 		}
 		if ctx.Err() != nil {

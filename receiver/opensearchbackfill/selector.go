@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/opensearchrouted/opensearchrouted/internal/pit"
 	"github.com/opensearchrouted/opensearchrouted/internal/routing"
@@ -20,10 +21,11 @@ type readSelector struct {
 	router *routing.Router // nil: discovery disabled
 	seeds  []string
 	rr     atomic.Uint64
+	out    *routing.Outliers // nil: latency is not used
 }
 
-func newReadSelector(r *routing.Router, seeds []string) *readSelector {
-	s := &readSelector{router: r}
+func newReadSelector(r *routing.Router, seeds []string, out *routing.Outliers) *readSelector {
+	s := &readSelector{router: r, out: out}
 	for _, u := range seeds {
 		s.seeds = append(s.seeds, strings.TrimRight(u, "/"))
 	}
@@ -83,8 +85,9 @@ func (s *readSelector) holders(indices []string) []*routing.Node {
 	return out
 }
 
-// pick rotates over the alive, not overloaded nodes; if all of those are
-// excluded, over the alive overloaded ones.
+// pick rotates over the alive nodes that are neither overloaded nor
+// ejected as latency outliers; if all of those are excluded, over every
+// alive one.
 func (s *readSelector) pick(nodes []*routing.Node, exclude func(string) bool) (string, bool) {
 	if len(nodes) == 0 {
 		return "", false
@@ -95,13 +98,51 @@ func (s *readSelector) pick(nodes []*routing.Node, exclude func(string) bool) (s
 		for i := range n {
 			nd := nodes[(start+i)%n]
 			st := nd.State()
-			if st == routing.NodeDead || (pass == 0 && st == routing.NodeOverloaded) || exclude(nd.URL()) {
+			if st == routing.NodeDead || (pass == 0 && (st == routing.NodeOverloaded || s.ejected(nd.URL()))) || exclude(nd.URL()) {
 				continue
 			}
 			return nd.URL(), true
 		}
 	}
 	return "", false
+}
+
+func (s *readSelector) ejected(u string) bool {
+	return s.out != nil && s.out.Ejected(s.out.Member(u))
+}
+
+// ObserveLatency implements pit.LatencyObserver: a page search's latency
+// feeds the node's outlier detection (cost 1 per search).
+func (s *readSelector) ObserveLatency(u string, d time.Duration) {
+	if s.out != nil {
+		s.out.Observe(s.out.Member(u), d, 1)
+	}
+}
+
+// preference is the preference of a new PIT: when nodes are ejected as
+// latency outliers, its shard copies are picked on the others
+// (_prefer_nodes: a shard with no copy elsewhere still uses one on an
+// ejected node). "" when none is ejected or discovery is off.
+func (s *readSelector) preference() string {
+	if s.out == nil || s.router == nil {
+		return ""
+	}
+	var healthy []string
+	any := false
+	for _, n := range s.router.Nodes() {
+		if n.State() == routing.NodeDead {
+			continue
+		}
+		if s.ejected(n.URL()) {
+			any = true
+			continue
+		}
+		healthy = append(healthy, n.ID())
+	}
+	if !any || len(healthy) == 0 {
+		return ""
+	}
+	return "_prefer_nodes:" + strings.Join(healthy, ",")
 }
 
 // ObserveRead implements pit.FailureObserver: a transport failure marks the

@@ -23,7 +23,7 @@ func TestReadSelectorPrefersShardHolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	s := newReadSelector(r, c.Addrs()[:1])
+	s := newReadSelector(r, c.Addrs()[:1], nil)
 	none := func(string) bool { return false }
 
 	// Before discovery: the seed.
@@ -89,7 +89,7 @@ func TestReadSelectorPrefersShardHolders(t *testing.T) {
 		t.Error("a node was offered although all are excluded")
 	}
 	// Without discovery: rotation over the seeds.
-	plain := newReadSelector(nil, []string{"http://a/", "http://b"})
+	plain := newReadSelector(nil, []string{"http://a/", "http://b"}, nil)
 	a, _ := plain.ReadNode(nil, none)
 	b, _ := plain.ReadNode(nil, none)
 	if a == b || (a != "http://a" && a != "http://b") {

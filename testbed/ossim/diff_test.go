@@ -306,7 +306,15 @@ func scenario(r *recorder) {
 	}
 	r.note("pit pages", ids)
 	r.call("pit with index in path", 0, "POST", "/sq/_search", fmt.Sprintf(`{"pit":{"id":%q}}`, pit))
+	// A PIT holds its routing and preference: its searches refuse both.
+	r.call("pit search with preference", 0, "POST", "/_search?preference=_local", fmt.Sprintf(`{"pit":{"id":%q},"size":0}`, pit))
+	r.call("pit search with routing", 0, "POST", "/_search?routing=r1", fmt.Sprintf(`{"pit":{"id":%q},"size":0}`, pit))
 	r.call("pit delete", 0, "DELETE", "/_search/point_in_time", fmt.Sprintf(`{"pit_id":[%q]}`, pit))
+	_, rp := r.call("pit create with routing", 1, "POST", "/sq/_search/point_in_time?keep_alive=1m&routing=r1", "")
+	if id, _ := rp["pit_id"].(string); id != "" {
+		r.must(1, "DELETE", "/_search/point_in_time", fmt.Sprintf(`{"pit_id":[%q]}`, id))
+	}
+	r.call("pit create only unknown nodes", 1, "POST", "/sq/_search/point_in_time?keep_alive=1m&preference=_only_nodes:nope", "")
 	r.call("sort on _shard_doc", 0, "POST", "/sq/_search", `{"sort":["_shard_doc"]}`)
 
 	// Split keeps R.

@@ -36,6 +36,7 @@ type Node struct {
 	bhCh chan struct{} // non-nil while blackholed; closed to release
 
 	latMean, latJitter atomic.Int64 // ns
+	rf                 readFaults
 	rejectNext         atomic.Int64
 	rejectNextBulks    atomic.Int64
 
@@ -404,6 +405,9 @@ func (p *pool) release() {
 // ServeHTTP serves the node's REST API.
 func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n.st.httpRequests.Add(1)
+	if n.cut(w) {
+		return
+	}
 	if ch := n.blackhole(); ch != nil {
 		select {
 		case <-ch:

@@ -716,6 +716,12 @@ func (q *request) handleSearch(expr string) {
 			q.fail(400, "action_request_validation_exception", "Validation Failed: 1: [indices] cannot be used with point in time. Do not specify any index with point in time.;")
 			return
 		}
+		for _, param := range []string{"preference", "routing"} {
+			if q.q.Has(param) { // as OpenSearch 2.19.6: the PIT holds them
+				q.fail(400, "action_request_validation_exception", "Validation Failed: 1: ["+param+"] cannot be used with point in time;")
+				return
+			}
+		}
 		pid, err := decodePITID(sr.pitID)
 		if err != nil {
 			q.fail(400, "illegal_argument_exception", "invalid id: ["+sr.pitID+"]")
@@ -745,6 +751,7 @@ func (q *request) handleSearch(expr string) {
 		q.reply(failureStatus(failures), allShardsFailed(failures))
 		return
 	}
+	searchDelay(q.r.Context(), q.n)
 	var hits []*hit
 	for _, t := range targets {
 		t.node.st.searchRequests.Add(1)
@@ -1244,9 +1251,17 @@ func (q *request) handleCreatePIT(expr string) {
 		n     *Node
 	}
 	var picks []pick
+	pref := parsePreference(q.q.Get("preference"))
 	for _, im := range ims {
-		for _, g := range im.shards {
-			n := readCopy(g, q.n)
+		for _, num := range searchShardsFor(im, q.q.Get("routing")) {
+			g := im.shards[num]
+			n := pref.copy(g, q.n)
+			if n == nil && pref.only() {
+				// As OpenSearch 2.19.6.
+				c.mu.RUnlock()
+				q.fail(400, "illegal_argument_exception", "no data nodes with criteria ["+pref.list+"] found for shard: ["+im.name+"]["+strconv.Itoa(num)+"]")
+				return
+			}
 			if n == nil {
 				c.mu.RUnlock()
 				q.fail(503, "search_phase_execution_exception", "all shards failed: no copy of ["+im.name+"]["+strconv.Itoa(g.num)+"] available")
