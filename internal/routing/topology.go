@@ -31,6 +31,10 @@ const (
 	ReasonNoID
 	// ReasonDisabled: routing is turned off.
 	ReasonDisabled
+	// ReasonUnreachable: the primary's node publishes an HTTP address that
+	// did not answer this collector's probe (a load balancer, proxy, NAT or
+	// Kubernetes Service in between, or a certificate that does not verify).
+	ReasonUnreachable
 	numReasons
 )
 
@@ -44,6 +48,7 @@ var reasonNames = [numReasons]string{
 	ReasonNodeUnhealthy:   "node_unhealthy",
 	ReasonNoID:            "no_id",
 	ReasonDisabled:        "disabled",
+	ReasonUnreachable:     "unreachable",
 }
 
 func (r Reason) String() string {
@@ -123,6 +128,9 @@ type target struct {
 type Topology struct {
 	// Nodes known in this snapshot, in a stable order (by node id).
 	Nodes []*Node
+	// Reachable are the Nodes whose publish address answered the
+	// reachability probe: the only ones requests go to.
+	Reachable []*Node
 	// Indices by concrete name.
 	Indices map[string]*Index
 	// DataStreams maps a data stream name to its write index (the last

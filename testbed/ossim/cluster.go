@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sort"
 	"sync"
@@ -516,6 +517,26 @@ func (c *Cluster) SetLatency(i int, mean, jitter time.Duration) error {
 	}
 	n.latMean.Store(int64(mean))
 	n.latJitter.Store(int64(jitter))
+	return nil
+}
+
+// SetPublishAddress makes node i publish hostPort as its
+// http.publish_address (as http.publish_host/http.publish_port do: a
+// proxy's, a NAT's or an address nothing listens on), while it still
+// listens where URL says. "" publishes the bound address again.
+func (c *Cluster) SetPublishAddress(i int, hostPort string) error {
+	n, err := c.nodeAt(i)
+	if err != nil {
+		return err
+	}
+	if hostPort == "" {
+		n.publish.Store(nil)
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(hostPort); err != nil {
+		return fmt.Errorf("ossim: SetPublishAddress(%d): %q is not host:port", i, hostPort)
+	}
+	n.publish.Store(&hostPort)
 	return nil
 }
 

@@ -9,7 +9,16 @@ import (
 	"time"
 )
 
-func (n *Node) publishAddr() string   { return strings.TrimPrefix(n.URL(), "http://") }
+// boundAddr is where node n listens; publishAddr what it tells clients
+// (http.publish_host/publish_port): the bound address unless
+// SetPublishAddress changed it.
+func (n *Node) boundAddr() string { return strings.TrimPrefix(n.URL(), "http://") }
+func (n *Node) publishAddr() string {
+	if p := n.publish.Load(); p != nil {
+		return *p
+	}
+	return n.boundAddr()
+}
 func (n *Node) transportAddr() string { return "127.0.0.1:" + strconv.Itoa(9300+n.idx) }
 
 func (q *request) handleRoot() {
@@ -151,7 +160,7 @@ func (q *request) handleNodes(segs []string) {
 			m["build_hash"] = "ossim"
 			m["total_indexing_buffer"] = 53687091
 			if want("http") {
-				m["http"] = map[string]any{"bound_address": []string{n.publishAddr()}, "publish_address": n.publishAddr(),
+				m["http"] = map[string]any{"bound_address": []string{n.boundAddr()}, "publish_address": n.publishAddr(),
 					"max_content_length_in_bytes": n.c.opts.MaxContentLength}
 			}
 			if want("os") {

@@ -27,6 +27,8 @@ type Node struct {
 	// joined: member of the cluster state. Guarded by c.mu.
 	joined bool
 
+	publish atomic.Pointer[string] // http.publish_address when set (SetPublishAddress)
+
 	lmu     sync.Mutex // guards srv, ln, port, running transitions
 	srv     *http.Server
 	port    int
