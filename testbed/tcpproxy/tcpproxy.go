@@ -21,21 +21,26 @@ import (
 const MaxConns = 512
 
 // Proxy relays each accepted connection to the next backend, round-robin.
+// While Refuse is set it closes each accepted connection at once instead
+// (counted in Refused), like an address that leads nowhere.
 type Proxy struct {
-	ln       net.Listener
-	backends []string
-	next     atomic.Uint64
-	sem      chan struct{}
+	ln   net.Listener
+	next atomic.Uint64
+	sem  chan struct{}
+
+	Refuse  atomic.Bool
+	Refused atomic.Int64
 
 	// Conns counts the connections accepted; PerBackend the ones relayed
 	// to each backend (same order as the backends).
 	Conns      atomic.Int64
 	PerBackend []atomic.Int64
 
-	mu     sync.Mutex
-	open   map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	backends []string
+	open     map[net.Conn]struct{}
+	closed   bool
+	wg       sync.WaitGroup
 }
 
 // checkLoopback fails for an address outside 127.0.0.0/8.
@@ -86,8 +91,12 @@ func (p *Proxy) accept() {
 			return
 		}
 		p.Conns.Add(1)
+		if p.Refuse.Load() {
+			p.Refused.Add(1)
+			c.Close()
+			continue
+		}
 		p.sem <- struct{}{}
-		i := int((p.next.Add(1) - 1) % uint64(len(p.backends)))
 		if !p.track(c) {
 			<-p.sem
 			return
@@ -95,7 +104,7 @@ func (p *Proxy) accept() {
 		p.wg.Add(1)
 		go func() {
 			defer func() { <-p.sem; p.wg.Done() }()
-			p.relay(c, i)
+			p.relay(c)
 		}()
 	}
 }
@@ -119,9 +128,30 @@ func (p *Proxy) untrack(c net.Conn) {
 	c.Close()
 }
 
-func (p *Proxy) relay(c net.Conn, i int) {
+// SetBackends replaces the backends (same count: PerBackend keeps its
+// meaning) for the connections accepted from now on.
+func (p *Proxy) SetBackends(backends ...string) error {
+	if len(backends) != len(p.PerBackend) {
+		return fmt.Errorf("tcpproxy: %d backends, the proxy has %d", len(backends), len(p.PerBackend))
+	}
+	for _, b := range backends {
+		if err := checkLoopback(b); err != nil {
+			return err
+		}
+	}
+	p.mu.Lock()
+	p.backends = backends
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *Proxy) relay(c net.Conn) {
 	defer p.untrack(c)
-	b, err := net.Dial("tcp", p.backends[i])
+	p.mu.Lock()
+	i := int((p.next.Add(1) - 1) % uint64(len(p.backends)))
+	addr := p.backends[i]
+	p.mu.Unlock()
+	b, err := net.Dial("tcp", addr)
 	if err != nil {
 		return
 	}

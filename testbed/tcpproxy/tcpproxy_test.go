@@ -35,6 +35,20 @@ func TestProxyRoundRobinAndTrap(t *testing.T) {
 		t.Fatalf("round robin: %v, %d conns", got, p.Conns.Load())
 	}
 
+	p.Refuse.Store(true)
+	if _, err := http.Get(p.URL()); err == nil || p.Refused.Load() != 1 {
+		t.Fatalf("refusing proxy answered (%v) or did not count (%d)", err, p.Refused.Load())
+	}
+	p.Refuse.Store(false)
+	if err := p.SetBackends(backends[1], backends[1]); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.Get(p.URL()); err != nil {
+		t.Fatal(err)
+	} else if b, _ := io.ReadAll(resp.Body); string(b) != "b" {
+		t.Fatalf("after SetBackends: %q", b)
+	}
+
 	tr, err := NewTrap()
 	if err != nil {
 		t.Fatal(err)
