@@ -18,7 +18,8 @@ import (
 // with routing off not one connection reached a published address; the
 // unreachable warning is logged once. Mixed: node 0's address refuses, the
 // other two forward: their primaries' documents go to them directly, node
-// 0's through the front proxy.
+// 0's through the front proxy. Then with every address forwarding, the
+// server's gzip answers to a user's Accept-Encoding: gzip header.
 func TestBehindProxyRealCluster(t *testing.T) {
 	pub := make([]*tcpproxy.Proxy, 3)
 	var per []cluster.NodeOptions
@@ -124,5 +125,11 @@ func TestBehindProxyRealCluster(t *testing.T) {
 		if warns != 1 {
 			t.Fatalf("%d unreachable warnings, want 1", warns)
 		}
+	})
+	// Every published address forwards now: Accept-Encoding: gzip in the
+	// user's headers, the real server's gzip answers, both transports.
+	t.Run("gzip answers", func(t *testing.T) {
+		pub[0].Refuse.Store(false)
+		gzipAnswers(t, c.Addr(0), []string{front.proxy.URL()})
 	})
 }

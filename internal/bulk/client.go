@@ -362,6 +362,10 @@ func (c *Client) once(ctx context.Context, tg *target, b *Batch, items []int32, 
 	if err != nil {
 		return fail(transportError(ctx, rctx, timeout, node, err))
 	}
+	if err := DecodeBody(resp); err != nil {
+		resp.Body.Close()
+		return fail(&RequestError{Kind: KindBadResponse, Node: node, Status: resp.StatusCode, Err: err})
+	}
 	defer resp.Body.Close()
 	res.Status = resp.StatusCode
 	code := resp.StatusCode

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/opensearchrouted/opensearchrouted/internal/bulk"
 )
 
 // Discovery endpoints (spec §3). filter_path keeps responses small.
@@ -78,6 +80,10 @@ func getJSON(ctx context.Context, c *http.Client, call, base, path string, v any
 	resp, err := c.Do(req)
 	if err != nil {
 		return err
+	}
+	if err := bulk.DecodeBody(resp); err != nil { // a user's Accept-Encoding header
+		resp.Body.Close()
+		return fmt.Errorf("routing: %s: %w: %v", call, errMalformed, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
