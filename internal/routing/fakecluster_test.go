@@ -34,6 +34,7 @@ type fakeCluster struct {
 	nodes       []string          // ids are "id-"+these; also the names unless shown
 	shown       map[string]string // node → the name it reports (names need not be unique)
 	publish     map[string]string
+	roles       map[string][]string // node → roles (default data, ingest, cluster_manager)
 	indices     map[string]*fakeIndex
 	streams     map[string][]string
 	status      map[string]int    // call → forced HTTP status
@@ -50,7 +51,7 @@ func newFakeCluster(t testing.TB, nodes ...string) *fakeCluster {
 	f := &fakeCluster{
 		t: t, nodes: nodes, shown: map[string]string{}, publish: map[string]string{},
 		indices: map[string]*fakeIndex{}, streams: map[string][]string{},
-		status: map[string]int{}, raw: map[string]string{}, heap: map[string]int{},
+		status: map[string]int{}, raw: map[string]string{}, heap: map[string]int{}, roles: map[string][]string{},
 		breaker: map[string][2]int64{}, rejected: map[string]int64{}, calls: map[string]int{},
 	}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
@@ -148,9 +149,13 @@ func (f *fakeCluster) nodesInfo() any {
 		if p, ok := f.publish[n]; ok {
 			pub = p
 		}
+		roles, ok := f.roles[n]
+		if !ok {
+			roles = []string{"data", "ingest", "cluster_manager"}
+		}
 		nodes["id-"+n] = map[string]any{
 			"name":        f.name(n),
-			"roles":       []string{"data", "ingest", "cluster_manager"},
+			"roles":       roles,
 			"attributes":  map[string]string{"zone": string(rune('a' + i%3)), "shard_indexing_pressure_enabled": "true"},
 			"http":        map[string]any{"publish_address": pub, "max_content_length_in_bytes": 104857600},
 			"os":          map[string]any{"allocated_processors": 2},

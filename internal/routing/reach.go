@@ -29,10 +29,11 @@ const (
 	reachProbeParallel = 16
 )
 
-// probeReach probes, concurrently, the nodes of a plan that have not
+// probeReach probes, concurrently, the nodes of a plan that may receive
+// requests (roles.go) and have not
 // answered at their current URL: new nodes, nodes whose URL changed, and
 // unreachable nodes whose last probe is at least a refresh interval old.
-// It returns the reachable nodes in plan order.
+// It returns the reachable ones in plan order.
 func (r *Router) probeReach(ctx context.Context, p *nodePlan) []*Node {
 	now := r.now()
 	timeout := min(r.opts.RequestTimeout, maxReachProbe)
@@ -40,6 +41,9 @@ func (r *Router) probeReach(ctx context.Context, p *nodePlan) []*Node {
 	var wg sync.WaitGroup
 	for i, n := range p.nodes {
 		u := p.infos[i].URL
+		if !servesRequests(p.infos[i].Roles) {
+			continue // never contacted (roles.go)
+		}
 		n.mu.Lock()
 		due := n.probedURL != u || (n.unreachable != "" && now.Sub(n.probedAt) >= r.opts.RefreshInterval)
 		n.mu.Unlock()
@@ -68,8 +72,19 @@ func (r *Router) probeReach(ctx context.Context, p *nodePlan) []*Node {
 	wg.Wait()
 	r.warnUnreachable(p)
 	out := make([]*Node, 0, len(p.nodes))
-	for _, n := range p.nodes {
-		if n.reachable.Load() {
+	for i, n := range p.nodes {
+		if n.reachable.Load() && servesRequests(p.infos[i].Roles) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// preferredOf returns the nodes unrouted documents prefer (roles.go).
+func preferredOf(nodes []*Node) []*Node {
+	var out []*Node
+	for _, n := range nodes {
+		if preferredUnrouted(n.Info().Roles) {
 			out = append(out, n)
 		}
 	}

@@ -393,7 +393,8 @@ func (r *Router) Seen(name string) {
 
 // Pick chooses the node for a document that cannot be routed: the alive,
 // not overloaded node with the lowest Score among those requests can go to
-// (Nodes), ties rotating. If every node is overloaded it picks among the
+// (Nodes; the coordinating-only and ingest-only ones first, roles.go),
+// ties rotating. If every node is overloaded it picks among the
 // alive ones; if every discovered node is dead, it picks among the
 // configured endpoints, and if those are dead too it rotates over them (one
 // of them may be back). With routing disabled it is plain round-robin over
@@ -408,6 +409,11 @@ func (r *Router) Pick() *Node {
 			}
 		}
 		return r.seeds[start%len(r.seeds)]
+	}
+	if t := r.topo.Load(); t != nil && len(t.preferred) > 0 {
+		if n := bestOfPass(t.preferred, start, 1); n != nil {
+			return n
+		}
 	}
 	nodes := r.Nodes()
 	if n := bestOf(nodes, start); n != nil {
@@ -424,10 +430,13 @@ func (r *Router) Pick() *Node {
 // bestOf returns the alive, not overloaded node with the lowest Score (the
 // alive one if all are overloaded), ties rotating from start; nil if every
 // node is dead.
-func bestOf(nodes []*Node, start int) *Node {
+func bestOf(nodes []*Node, start int) *Node { return bestOfPass(nodes, start, 2) }
+
+// bestOfPass is bestOf with passes 1: the alive, not overloaded nodes only.
+func bestOfPass(nodes []*Node, start, passes int) *Node {
 	var best *Node
 	bestScore := math.Inf(1)
-	for pass := 0; pass < 2 && best == nil; pass++ {
+	for pass := 0; pass < passes && best == nil; pass++ {
 		for i := range nodes {
 			n := nodes[(start+i)%len(nodes)]
 			if !n.Alive() || (pass == 0 && n.overloaded.Load()) {
@@ -540,6 +549,7 @@ func (r *Router) Refresh(ctx context.Context, trigger string) error {
 		err = r.refreshLimits(ctx)
 	} else if t, plan, err = r.discover(ctx); err == nil {
 		t.Reachable = r.probeReach(ctx, plan)
+		t.preferred = preferredOf(t.Reachable)
 	}
 	r.lastRefresh = r.now()
 	outcome := "ok"

@@ -129,8 +129,12 @@ type Topology struct {
 	// Nodes known in this snapshot, in a stable order (by node id).
 	Nodes []*Node
 	// Reachable are the Nodes whose publish address answered the
-	// reachability probe: the only ones requests go to.
+	// reachability probe and whose roles let them serve requests
+	// (roles.go): the only ones requests go to.
 	Reachable []*Node
+	// preferred are the Reachable nodes unrouted documents prefer:
+	// coordinating-only and ingest-only nodes.
+	preferred []*Node
 	// Indices by concrete name.
 	Indices map[string]*Index
 	// DataStreams maps a data stream name to its write index (the last

@@ -277,7 +277,7 @@ func (c *Cluster) pickNode(g *shardGroup, primary bool) *Node {
 	var bestKey [4]int
 	nn := len(c.nodes)
 	for _, n := range c.joinedNodes() {
-		if used[n] || g.index.requireName != "" && n.name != g.index.requireName {
+		if used[n] || !n.hasRole("data") || g.index.requireName != "" && n.name != g.index.requireName {
 			continue
 		}
 		if g.index.perNode > 0 && c.indexCopiesOn(g.index, n) >= g.index.perNode {

@@ -87,10 +87,23 @@ func (q *request) selectNodes(sel string) []*Node {
 	return out
 }
 
-// managerLocked is the elected cluster manager: the lowest joined node.
+// defaultRoles are a node's roles unless Options.Roles sets them.
+var defaultRoles = []string{"cluster_manager", "data", "ingest", "remote_cluster_client"}
+
+func (n *Node) hasRole(role string) bool {
+	for _, r := range n.roles {
+		if r == role {
+			return true
+		}
+	}
+	return false
+}
+
+// managerLocked is the elected cluster manager: the lowest joined
+// cluster-manager-eligible node.
 func (c *Cluster) managerLocked() *Node {
 	for _, n := range c.nodes {
-		if n.joined && n.Running() {
+		if n.joined && n.Running() && n.hasRole("cluster_manager") {
 			return n
 		}
 	}
@@ -104,7 +117,7 @@ func (n *Node) baseInfo() map[string]any {
 	}
 	return map[string]any{
 		"name": n.name, "transport_address": n.transportAddr(), "host": "127.0.0.1", "ip": "127.0.0.1",
-		"roles": []string{"cluster_manager", "data", "ingest", "remote_cluster_client"}, "attributes": attrs,
+		"roles": n.roles, "attributes": attrs,
 	}
 }
 
