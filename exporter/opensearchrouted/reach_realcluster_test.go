@@ -19,7 +19,8 @@ import (
 // unreachable warning is logged once. Mixed: node 0's address refuses, the
 // other two forward: their primaries' documents go to them directly, node
 // 0's through the front proxy. Then with every address forwarding, the
-// server's gzip answers to a user's Accept-Encoding: gzip header.
+// server's gzip answers to a user's Accept-Encoding: gzip header, and
+// write aliases (rollover followed, index_routing applied).
 func TestBehindProxyRealCluster(t *testing.T) {
 	pub := make([]*tcpproxy.Proxy, 3)
 	var per []cluster.NodeOptions
@@ -132,4 +133,7 @@ func TestBehindProxyRealCluster(t *testing.T) {
 		pub[0].Refuse.Store(false)
 		gzipAnswers(t, c.Addr(0), []string{front.proxy.URL()})
 	})
+	// Write aliases, every address still forwarding.
+	t.Run("alias rollover", func(t *testing.T) { aliasRollover(t, c.Addr(0), []string{front.proxy.URL()}) })
+	t.Run("alias index_routing", func(t *testing.T) { aliasIndexRouting(t, c.Addr(0), []string{front.proxy.URL()}) })
 }

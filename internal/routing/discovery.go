@@ -44,6 +44,7 @@ var privilege = map[string]string{
 	"data_streams": "indices:admin/data_stream/get (view_index_metadata)",
 	"metadata":     "cluster:monitor/state",
 	"shards":       "cluster:monitor/state and indices:monitor/stats",
+	"aliases":      "indices:admin/aliases/get (view_index_metadata)",
 	"node_stats":   "cluster:monitor/nodes/stats",
 }
 

@@ -35,6 +35,7 @@ type fakeCluster struct {
 	shown       map[string]string // node → the name it reports (names need not be unique)
 	publish     map[string]string
 	roles       map[string][]string // node → roles (default data, ingest, cluster_manager)
+	aliases     []catAlias          // _cat/aliases rows
 	indices     map[string]*fakeIndex
 	streams     map[string][]string
 	status      map[string]int    // call → forced HTTP status
@@ -73,6 +74,8 @@ func (f *fakeCluster) callOf(path string) string {
 		return "metadata"
 	case strings.HasPrefix(path, "/_cat/shards"):
 		return "shards"
+	case strings.HasPrefix(path, "/_cat/aliases"):
+		return "aliases"
 	}
 	return ""
 }
@@ -117,6 +120,17 @@ func (f *fakeCluster) serve(w http.ResponseWriter, r *http.Request) {
 		f.metadataURL = append(f.metadataURL, r.URL.String())
 		names := strings.Split(strings.TrimPrefix(r.URL.Path, "/_cluster/state/metadata/"), ",")
 		v = f.metadata(names)
+	case "aliases":
+		names := strings.Split(strings.TrimPrefix(r.URL.Path, "/_cat/aliases/"), ",")
+		rows := []catAlias{}
+		for _, a := range f.aliases {
+			for _, n := range names {
+				if n, _ = url.PathUnescape(n); n == a.Alias {
+					rows = append(rows, a)
+				}
+			}
+		}
+		v = rows
 	case "shards":
 		names := strings.Split(strings.TrimPrefix(r.URL.Path, "/_cat/shards/"), ",")
 		for _, n := range names {

@@ -619,11 +619,23 @@ func (r *Router) discover(ctx context.Context) (*Topology, *nodePlan, error) {
 		r.forbidden("data_streams", err)
 	}
 	writeIdx := ds.writeIndices()
+	var others []string
+	for w := range wanted {
+		if _, ok := writeIdx[w]; !ok {
+			others = append(others, w)
+		}
+	}
+	aliases, err := r.resolveAliases(ctx, eps, others)
+	if err != nil {
+		return nil, nil, err
+	}
 	concrete := map[string]bool{}
 	for w := range wanted {
 		if wi, ok := writeIdx[w]; ok {
 			t.DataStreams[w] = wi
 			concrete[wi] = true
+		} else if a, ok := aliases[w]; ok {
+			concrete[a.index] = true
 		} else {
 			concrete[w] = true
 		}
@@ -679,12 +691,14 @@ func (r *Router) discover(ctx context.Context) (*Topology, *nodePlan, error) {
 	}
 
 	for w, use := range wanted {
-		name, ds := w, false
+		name, ds, alias, routing := w, false, false, ""
 		if wi, ok := t.DataStreams[w]; ok {
 			name, ds = wi, true
+		} else if a, ok := aliases[w]; ok {
+			name, alias, routing = a.index, true, a.routing
 		}
 		if idx, ok := t.Indices[name]; ok {
-			t.targets[w] = target{index: idx, dataStream: ds, use: use}
+			t.targets[w] = target{index: idx, dataStream: ds, alias: alias, routing: routing, use: use}
 		}
 	}
 	return t, plan, nil

@@ -120,6 +120,8 @@ type Index struct {
 type target struct {
 	index      *Index
 	dataStream bool
+	alias      bool
+	routing    string      // an alias's index_routing: every write through it uses it
 	use        *wantedName // marked by Locate; nil in topologies not made by a Router
 }
 
@@ -168,6 +170,14 @@ func (t *Topology) IsDataStream(name string) bool {
 	return t.targets[name].dataStream
 }
 
+// IsAlias tells whether name is a known write alias.
+func (t *Topology) IsAlias(name string) bool {
+	if t == nil {
+		return false
+	}
+	return t.targets[name].alias
+}
+
 // NodeByID returns the node with this id, or nil.
 func (t *Topology) NodeByID(id string) *Node {
 	if t == nil {
@@ -183,7 +193,7 @@ func (t *Topology) NodeByID(id string) *Node {
 
 // Locate returns the node holding the primary of the shard that a document
 // with this id and routing ("" = none) lands in when written to target (an
-// index or a data stream name; aliases are not resolved). It never guesses:
+// index, a data stream or a write alias name). It never guesses:
 // when the answer is not certain it returns nil and the reason. Health is
 // not checked here (see Router.Locate).
 func (t *Topology) Locate(name, id, routing string) (*Node, Reason) {
@@ -201,6 +211,9 @@ func (t *Topology) Locate(name, id, routing string) (*Node, Reason) {
 		return nil, ReasonUnknownIndex
 	}
 	idx := tg.index
+	if tg.routing != "" {
+		routing = tg.routing // as the server applies an alias's index_routing
+	}
 	shard, err := idx.Layout.Shard(id, routing)
 	if err != nil {
 		return nil, ReasonRoutingRequired

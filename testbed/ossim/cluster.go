@@ -40,6 +40,7 @@ type Cluster struct {
 	indices     map[string]*indexMeta
 	templates   map[string]*indexTemplate
 	dataStreams map[string]*dataStream
+	aliases     map[string]map[string]*aliasOn // alias → index → properties (alias.go)
 	closed      bool
 	timers      []*time.Timer
 }

@@ -2,8 +2,10 @@ package ossim
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"testing"
 
@@ -60,4 +62,37 @@ func TestGzipAnswers(t *testing.T) {
 	if !acceptsGzip("deflate, gzip;q=0.5") || acceptsGzip("gzip;q=0") || acceptsGzip("br") || acceptsGzip("") {
 		t.Fatal("acceptsGzip")
 	}
+}
+
+// aliasScenario: write aliases (is_write_index, a single-index alias with
+// index_routing), writes through them, _cat/aliases and an alias rollover.
+func aliasScenario(r *recorder) {
+	r.call("create al-000001 with write alias", 0, "PUT", "/al-000001", `{"settings":{"number_of_shards":2,"number_of_replicas":0},"aliases":{"al-write":{"is_write_index":true}}}`)
+	r.call("create al-t", 0, "PUT", "/al-t", `{"settings":{"number_of_shards":3,"number_of_replicas":0}}`)
+	r.waitGreen("al-000001,al-t")
+	r.call("add routed alias", 1, "POST", "/_aliases", `{"actions":[{"add":{"index":"al-t","alias":"al-t7","index_routing":"seven"}}]}`)
+	r.call("bulk through aliases", 1, "POST", "/_bulk", bulkBody(
+		`{"index":{"_index":"al-write","_id":"a"}}`, `{"n":1}`,
+		`{"index":{"_index":"al-t7","_id":"b"}}`, `{"n":2}`,
+		`{"index":{"_index":"al-t7","_id":"c","routing":"other"}}`, `{"n":3}`))
+	r.call("get b with the alias routing", 2, "GET", "/al-t/_doc/b?routing=seven", "")
+	r.call("search shards for the alias routing", 2, "GET", "/al-t/_search_shards?routing=seven&filter_path=shards.shard,shards.index,shards.primary", "")
+	r.catAliases("cat aliases before rollover")
+	r.call("rollover alias", 0, "POST", "/al-write/_rollover", "")
+	r.catAliases("cat aliases after rollover")
+	r.waitGreen("al-000002")
+	r.call("bulk after rollover", 1, "POST", "/_bulk", bulkBody(`{"index":{"_index":"al-write","_id":"d"}}`, `{"n":4}`))
+}
+
+// catAliases records _cat/aliases of the scenario's aliases as sorted rows.
+func (r *recorder) catAliases(label string) {
+	st, raw := doRaw(r.t, "GET", r.tg.Addr(1)+"/_cat/aliases/al-write,al-t7,al-none?format=json&h=alias,index,routing.index,is_write_index", "", nil)
+	var rows []map[string]any
+	_ = json.Unmarshal(raw, &rows)
+	var out []string
+	for _, row := range rows {
+		out = append(out, fmt.Sprintf("%v/%v/%v/%v", row["alias"], row["index"], row["routing.index"], row["is_write_index"]))
+	}
+	sort.Strings(out)
+	r.note(label, map[string]any{"status": st, "rows": out})
 }

@@ -226,6 +226,10 @@ func (q *request) handleCat(what string, rest []string) {
 	if len(rest) > 0 {
 		expr = rest[0]
 	}
+	if what == "aliases" {
+		q.handleCatAliases(expr)
+		return
+	}
 	c := q.n.c
 	c.mu.RLock()
 	ims, e := c.resolveIndicesLocked(expr)
