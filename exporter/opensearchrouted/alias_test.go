@@ -20,12 +20,7 @@ func aliasRollover(t *testing.T, base string, endpoints []string) {
 	if code := httpJSON(t, "PUT", base+"/al-logs-000001", body, nil); code != 200 {
 		t.Fatalf("create: HTTP %d", code)
 	}
-	cfg := testConfig(endpoints)
-	cfg.LogsIndex = "al-logs-write"
-	e, reader := startExporter(t, cfg, signalLogs)
-	exportAll(t, e, 0, 100)
-	waitRouted(t, e, "al-logs-write")
-	exportAll(t, e, 100, 2000)
+	e, reader := startRoutedTo(t, endpoints, "al-logs-write", 100, 2000)
 	if d := routedCount(t, reader, "direct", routing.Routed.String()); d != 2000 {
 		t.Fatalf("direct %d of 2000 through the alias", d)
 	}
@@ -75,12 +70,7 @@ func aliasIndexRouting(t *testing.T, base string, endpoints []string) {
 	if code := httpJSON(t, "POST", base+"/_aliases", `{"actions":[{"add":{"index":"al-tenant","alias":"al-t7","index_routing":"seven"}}]}`, nil); code != 200 {
 		t.Fatalf("alias: HTTP %d", code)
 	}
-	cfg := testConfig(endpoints)
-	cfg.LogsIndex = "al-t7"
-	e, reader := startExporter(t, cfg, signalLogs)
-	exportAll(t, e, 0, 10)
-	waitRouted(t, e, "al-t7")
-	exportAll(t, e, 10, 1000)
+	_, reader := startRoutedTo(t, endpoints, "al-t7", 10, 1000)
 	if d := routedCount(t, reader, "direct", "routed"); d != 1000 {
 		t.Fatalf("direct %d of 1000", d)
 	}
@@ -115,6 +105,19 @@ func aliasIndexRouting(t *testing.T, base string, endpoints []string) {
 			t.Fatalf("document %s in %s with routing %q, want %s and seven", h.ID, h.Shard, h.Routing, shard)
 		}
 	}
+}
+
+// startRoutedTo starts a logs exporter writing to index, exports first
+// records, waits until the index is routed, then exports n more.
+func startRoutedTo(t *testing.T, endpoints []string, index string, first, n int) (*osExporter, *sdkmetric.ManualReader) {
+	t.Helper()
+	cfg := testConfig(endpoints)
+	cfg.LogsIndex = index
+	e, reader := startExporter(t, cfg, signalLogs)
+	exportAll(t, e, 0, first)
+	waitRouted(t, e, index)
+	exportAll(t, e, first, n)
+	return e, reader
 }
 
 func routedCount(t *testing.T, r *sdkmetric.ManualReader, path, reason string) int64 {

@@ -54,12 +54,7 @@ func TestRolesRealCluster(t *testing.T) {
 	opened0, _, _ := read()
 	endpoints := []string{c.Addr(0), c.Addr(1), c.Addr(2)}
 
-	cfg := testConfig(endpoints)
-	cfg.LogsIndex = "logs-roles"
-	e, reader := startExporter(t, cfg, signalLogs)
-	exportAll(t, e, 0, 100)
-	waitRouted(t, e, "logs-roles")
-	exportAll(t, e, 100, 5000)
+	_, reader := startRoutedTo(t, endpoints, "logs-roles", 100, 5000)
 	if d := sumMetric(t, reader, "otelcol.opensearchrouted.documents.routed", map[string]string{"path": "direct"}); d < 5000 {
 		t.Fatalf("direct %d, want ≥ 5000", d)
 	}

@@ -461,6 +461,10 @@ func isConnDown(err error) bool {
 	return errors.As(err, &oe)
 }
 
+// IsTLS reports whether err is a TLS failure (a certificate that does not
+// verify, a handshake alert, a peer that does not speak TLS).
+func IsTLS(err error) bool { return isTLS(err) }
+
 func isTLS(err error) bool {
 	var (
 		cv  *tls.CertificateVerificationError

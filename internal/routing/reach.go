@@ -2,8 +2,6 @@ package routing
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"io"
 	"net/http"
@@ -13,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/opensearchrouted/opensearchrouted/internal/bulk"
 )
 
 // Reachability: a discovered node receives requests only once its own
@@ -92,7 +92,8 @@ func preferredOf(nodes []*Node) []*Node {
 }
 
 // reachProbe sends GET / to base and returns "" if any HTTP answer came
-// back, else why not ("tls: …" when the certificate did not verify).
+// back, else why not ("tls: …" for a TLS failure: a certificate that does
+// not verify, a failed handshake).
 func (r *Router) reachProbe(ctx context.Context, base string, timeout time.Duration) string {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -102,7 +103,7 @@ func (r *Router) reachProbe(ctx context.Context, base string, timeout time.Durat
 	}
 	resp, err := r.opts.Client.Do(req)
 	if err != nil {
-		if isTLSVerify(err) {
+		if bulk.IsTLS(err) {
 			return "tls: " + err.Error()
 		}
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -113,17 +114,6 @@ func (r *Router) reachProbe(ctx context.Context, base string, timeout time.Durat
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
 	return ""
-}
-
-// isTLSVerify reports whether err is a certificate verification failure.
-func isTLSVerify(err error) bool {
-	var (
-		cv *tls.CertificateVerificationError
-		ua x509.UnknownAuthorityError
-		hn x509.HostnameError
-		ci x509.CertificateInvalidError
-	)
-	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci)
 }
 
 func (r *Router) warnedUnreachable(url string) bool {

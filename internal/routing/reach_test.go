@@ -182,12 +182,9 @@ func TestUntrustedCertificateIsUnreachable(t *testing.T) {
 // the endpoints take the cluster's smallest http.max_content_length.
 func TestDisabledUsesEndpointsOnly(t *testing.T) {
 	f := threeNodes(t)
-	var trapped atomic.Int64
-	trap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { trapped.Add(1) }))
-	t.Cleanup(trap.Close)
-	u, _ := url.Parse(trap.URL)
+	trapped, trap := countingServer(t)
 	for _, n := range f.nodes {
-		f.publish[n] = u.Host
+		f.publish[n] = trap
 	}
 	f.raw["nodes"] = strings.Replace(mustJSON(t, f.nodesInfo()), "104857600", "1000", 1)
 	r := newTestRouter(t, f, func(o *Options) { o.Disabled = true })
@@ -224,4 +221,15 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// countingServer is an HTTP server that counts the requests it gets; it
+// returns the count and its host:port.
+func countingServer(t *testing.T) (*atomic.Int64, string) {
+	t.Helper()
+	var n atomic.Int64
+	s := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { n.Add(1) }))
+	t.Cleanup(s.Close)
+	u, _ := url.Parse(s.URL)
+	return &n, u.Host
 }

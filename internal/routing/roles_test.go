@@ -2,10 +2,6 @@ package routing
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
-	"sync/atomic"
 	"testing"
 )
 
@@ -42,13 +38,10 @@ func TestRoleRules(t *testing.T) {
 // still go to their primaries' data nodes.
 func TestRolesChooseNodes(t *testing.T) {
 	f := threeNodes(t)
-	var managerHits atomic.Int64
-	mgr := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { managerHits.Add(1) }))
-	t.Cleanup(mgr.Close)
-	u, _ := url.Parse(mgr.URL)
+	managerHits, mgr := countingServer(t)
 	f.nodes = append(f.nodes, "m", "coord")
 	f.roles["m"] = []string{"cluster_manager"}
-	f.publish["m"] = u.Host
+	f.publish["m"] = mgr
 	f.roles["coord"] = []string{}
 	r := newTestRouter(t, f, nil)
 	r.want("logs")
