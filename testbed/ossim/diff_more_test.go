@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/opensearchrouted/opensearchrouted/internal/bulk"
 )
@@ -95,4 +97,37 @@ func (r *recorder) catAliases(label string) {
 	}
 	sort.Strings(out)
 	r.note(label, map[string]any{"status": st, "rows": out})
+}
+
+// publishedElsewhere records which nodes publish an HTTP address other than
+// the one they are bound to, and whether that address answers.
+func publishedElsewhere(r *recorder, nodesHTTP map[string]any) {
+	var rows []string
+	for _, n := range asMap(get(nodesHTTP, "nodes")) {
+		pa, _ := get(n, "http", "publish_address").(string)
+		bound, _ := get(n, "http", "bound_address").([]any)
+		isBound := false
+		for _, b := range bound {
+			isBound = isBound || b == pa
+		}
+		if !isBound {
+			c, err := net.DialTimeout("tcp", pa, time.Second)
+			if err == nil {
+				c.Close()
+			}
+			rows = append(rows, fmt.Sprintf("%v answers=%v", get(n, "name"), err == nil))
+		}
+	}
+	sort.Strings(rows)
+	r.note("nodes publishing another address", rows)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
