@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/opensearchrouted/opensearchrouted/internal/bulk"
+	"github.com/opensearchrouted/opensearchrouted/internal/httpio"
 )
 
 // Discovery endpoints (spec §3). filter_path keeps responses small.
@@ -82,7 +82,7 @@ func getJSON(ctx context.Context, c *http.Client, call, base, path string, v any
 	if err != nil {
 		return err
 	}
-	if err := bulk.DecodeBody(resp); err != nil { // a user's Accept-Encoding header
+	if err := httpio.DecodeBody(resp); err != nil { // a user's Accept-Encoding header
 		resp.Body.Close()
 		return fmt.Errorf("routing: %s: %w: %v", call, errMalformed, err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/opensearchrouted/opensearchrouted/internal/bulk"
+	"github.com/opensearchrouted/opensearchrouted/internal/httpio"
 )
 
 // Reachability: a discovered node receives requests only once its own
@@ -103,7 +103,7 @@ func (r *Router) reachProbe(ctx context.Context, base string, timeout time.Durat
 	}
 	resp, err := r.opts.Client.Do(req)
 	if err != nil {
-		if bulk.IsTLS(err) {
+		if httpio.IsTLS(err) {
 			return "tls: " + err.Error()
 		}
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opensearchrouted/opensearchrouted/internal/bulk"
+	"github.com/opensearchrouted/opensearchrouted/internal/httpio"
 )
 
 // callGzip sends a request with Accept-Encoding: gzip and records the
@@ -37,7 +37,7 @@ func gzipAnswer(t testing.TB, method, url, body string) (int, string, any) {
 	}
 	defer resp.Body.Close()
 	enc := resp.Header.Get("Content-Encoding")
-	if err := bulk.DecodeBody(resp); err != nil {
+	if err := httpio.DecodeBody(resp); err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	b, err := io.ReadAll(resp.Body)

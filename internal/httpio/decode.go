@@ -1,8 +1,13 @@
-package bulk
+// Package httpio holds what every HTTP caller of the cluster needs alike:
+// decoding answers compressed for a user's Accept-Encoding header, and
+// telling TLS failures apart.
+package httpio
 
 import (
 	"compress/gzip"
 	"compress/zlib"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +20,8 @@ import (
 // (the collector's headers setting) makes OpenSearch compress its answers,
 // and Go's HTTP transport then leaves them compressed (it decompresses only
 // what it asked for itself). DecodeBody undoes it, for the _bulk answers
-// of both transports and for the discovery calls.
+// of both transports (internal/bulk) and for the discovery calls
+// (internal/routing).
 
 // DecodeBody replaces resp.Body with its decoded form when the answer has
 // a Content-Encoding: gzip (or x-gzip) and deflate (zlib) are understood,
@@ -115,6 +121,21 @@ func (d *decodedBody) Close() error {
 	case io.Closer:
 		_ = z.Close()
 	}
-	d.zr, d.err = nil, errors.New("bulk: read after Close")
+	d.zr, d.err = nil, errors.New("httpio: read after Close")
 	return err
+}
+
+// IsTLS reports whether err is a TLS failure: a certificate that does not
+// verify, a handshake alert, a peer that does not speak TLS.
+func IsTLS(err error) bool {
+	var (
+		cv  *tls.CertificateVerificationError
+		rh  tls.RecordHeaderError
+		al  tls.AlertError
+		ua  x509.UnknownAuthorityError
+		hn  x509.HostnameError
+		inv x509.CertificateInvalidError
+	)
+	return errors.As(err, &cv) || errors.As(err, &rh) || errors.As(err, &al) ||
+		errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &inv)
 }
