@@ -405,7 +405,7 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 			lastTarget, lastWrite = target, ""
 			wi, ok := topo.WriteIndex(target)
 			lastKnown = ok
-			if ok && topo.IsDataStream(target) {
+			if ok && (topo.IsDataStream(target) || topo.IsAlias(target)) {
 				lastWrite = wi.Name
 			}
 			if !ok {

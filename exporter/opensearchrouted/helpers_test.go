@@ -56,9 +56,12 @@ const otelhttpMeter = "go.opentelemetry.io/contrib/instrumentation/net/http/otel
 // level detailed (detailed) or normal. Below detailed the collector's
 // default views drop every otelhttp metric (http.client.*), so at level
 // normal its instruments record nothing; the same view is applied here.
-func startExporterTelemetry(t testing.TB, cfg *Config, sig signal, detailed bool) (*osExporter, *sdkmetric.ManualReader) {
+func startExporterTelemetry(t testing.TB, cfg *Config, sig signal, detailed bool, mods ...func(*exporter.Settings)) (*osExporter, *sdkmetric.ManualReader) {
 	t.Helper()
 	set := exportertest.NewNopSettings(metadata.Type)
+	for _, m := range mods {
+		m(&set)
+	}
 	reader := sdkmetric.NewManualReader()
 	opts := []sdkmetric.Option{sdkmetric.WithReader(reader)}
 	if !detailed {

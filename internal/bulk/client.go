@@ -3,8 +3,6 @@ package bulk
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/opensearchrouted/opensearchrouted/internal/httpio"
 )
 
 // filterPath keeps only what Send reads: the errors flag; per item the
@@ -401,6 +401,10 @@ func (c *Client) once(ctx context.Context, tg *target, b *Batch, items []int32, 
 	if err != nil {
 		return fail(transportError(ctx, rctx, timeout, node, err))
 	}
+	if err := httpio.DecodeBody(resp); err != nil {
+		resp.Body.Close()
+		return fail(&RequestError{Kind: KindBadResponse, Node: node, Status: resp.StatusCode, Err: err})
+	}
 	defer resp.Body.Close()
 	res.Status = resp.StatusCode
 	code := resp.StatusCode
@@ -498,18 +502,7 @@ func isConnDown(err error) bool {
 	return errors.As(err, &oe)
 }
 
-func isTLS(err error) bool {
-	var (
-		cv  *tls.CertificateVerificationError
-		rh  tls.RecordHeaderError
-		al  tls.AlertError
-		ua  x509.UnknownAuthorityError
-		hn  x509.HostnameError
-		inv x509.CertificateInvalidError
-	)
-	return errors.As(err, &cv) || errors.As(err, &rh) || errors.As(err, &al) ||
-		errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &inv)
-}
+func isTLS(err error) bool { return httpio.IsTLS(err) }
 
 // target is where Send posts for one baseURL (shared, read-only).
 type target struct {

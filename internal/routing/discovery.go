@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/opensearchrouted/opensearchrouted/internal/httpio"
 )
 
 // Discovery endpoints (spec §3). filter_path keeps responses small.
@@ -45,6 +47,7 @@ var privilege = map[string]string{
 	"data_streams": "indices:admin/data_stream/get (view_index_metadata)",
 	"metadata":     "cluster:monitor/state",
 	"shards":       "cluster:monitor/state and indices:monitor/stats",
+	"aliases":      "indices:admin/aliases/get (view_index_metadata)",
 	"node_stats":   "cluster:monitor/nodes/stats",
 }
 
@@ -108,6 +111,10 @@ func getJSON(ctx context.Context, c *http.Client, call, base, path string, v any
 	resp, err := c.Do(req)
 	if err != nil {
 		return err
+	}
+	if err := httpio.DecodeBody(resp); err != nil { // a user's Accept-Encoding header
+		resp.Body.Close()
+		return fmt.Errorf("routing: %s: %w: %v", call, errMalformed, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {

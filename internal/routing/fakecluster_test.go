@@ -34,6 +34,8 @@ type fakeCluster struct {
 	nodes       []string          // ids are "id-"+these; also the names unless shown
 	shown       map[string]string // node → the name it reports (names need not be unique)
 	publish     map[string]string
+	roles       map[string][]string // node → roles (default data, ingest, cluster_manager)
+	aliases     []catAlias          // _cat/aliases rows
 	indices     map[string]*fakeIndex
 	streams     map[string][]string
 	status      map[string]int    // call → forced HTTP status
@@ -50,7 +52,7 @@ func newFakeCluster(t testing.TB, nodes ...string) *fakeCluster {
 	f := &fakeCluster{
 		t: t, nodes: nodes, shown: map[string]string{}, publish: map[string]string{},
 		indices: map[string]*fakeIndex{}, streams: map[string][]string{},
-		status: map[string]int{}, raw: map[string]string{}, heap: map[string]int{},
+		status: map[string]int{}, raw: map[string]string{}, heap: map[string]int{}, roles: map[string][]string{},
 		breaker: map[string][2]int64{}, rejected: map[string]int64{}, calls: map[string]int{},
 	}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
@@ -72,6 +74,8 @@ func (f *fakeCluster) callOf(path string) string {
 		return "metadata"
 	case strings.HasPrefix(path, "/_cat/shards"):
 		return "shards"
+	case strings.HasPrefix(path, "/_cat/aliases"):
+		return "aliases"
 	}
 	return ""
 }
@@ -116,6 +120,17 @@ func (f *fakeCluster) serve(w http.ResponseWriter, r *http.Request) {
 		f.metadataURL = append(f.metadataURL, r.URL.String())
 		names := strings.Split(strings.TrimPrefix(r.URL.Path, "/_cluster/state/metadata/"), ",")
 		v = f.metadata(names)
+	case "aliases":
+		names := strings.Split(strings.TrimPrefix(r.URL.Path, "/_cat/aliases/"), ",")
+		rows := []catAlias{}
+		for _, a := range f.aliases {
+			for _, n := range names {
+				if n, _ = url.PathUnescape(n); n == a.Alias {
+					rows = append(rows, a)
+				}
+			}
+		}
+		v = rows
 	case "shards":
 		names := strings.Split(strings.TrimPrefix(r.URL.Path, "/_cat/shards/"), ",")
 		for _, n := range names {
@@ -148,9 +163,13 @@ func (f *fakeCluster) nodesInfo() any {
 		if p, ok := f.publish[n]; ok {
 			pub = p
 		}
+		roles, ok := f.roles[n]
+		if !ok {
+			roles = []string{"data", "ingest", "cluster_manager"}
+		}
 		nodes["id-"+n] = map[string]any{
 			"name":        f.name(n),
-			"roles":       []string{"data", "ingest", "cluster_manager"},
+			"roles":       roles,
 			"attributes":  map[string]string{"zone": string(rune('a' + i%3)), "shard_indexing_pressure_enabled": "true"},
 			"http":        map[string]any{"publish_address": pub, "max_content_length_in_bytes": 104857600},
 			"os":          map[string]any{"allocated_processors": 2},

@@ -55,6 +55,9 @@ type Node struct {
 
 	dead       atomic.Bool
 	overloaded atomic.Bool
+	// reachable: the node's URL answered a reachability probe (seeds are
+	// reachable by definition: the user configured them).
+	reachable atomic.Bool
 
 	mu          sync.Mutex // guards the fields below
 	failures    int        // consecutive failures while dead
@@ -63,9 +66,12 @@ type Node struct {
 	rtt         [8]time.Duration
 	rttN        int
 	lastRejects int64
-	haveBase    bool // lastRejects holds a baseline from a previous poll
-	ceilingSet  bool // the window ceiling came from config, not discovery
-	retired     bool // no longer in the topology
+	haveBase    bool      // lastRejects holds a baseline from a previous poll
+	ceilingSet  bool      // the window ceiling came from config, not discovery
+	retired     bool      // no longer in the topology
+	probedURL   string    // the URL the last reachability probe went to
+	probedAt    time.Time // when
+	unreachable string    // why that probe failed ("" = it answered)
 }
 
 func newNode(info *NodeInfo, ceiling int, fixedCeiling bool) *Node {
@@ -99,6 +105,10 @@ func (n *Node) State() NodeState {
 	}
 	return NodeAlive
 }
+
+// Reachable reports whether the node's address answered the reachability
+// probe (always true for a configured endpoint).
+func (n *Node) Reachable() bool { return n.reachable.Load() }
 
 // Alive reports whether requests may be sent to the node.
 func (n *Node) Alive() bool { return !n.dead.Load() }

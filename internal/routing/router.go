@@ -39,8 +39,10 @@ type Options struct {
 	// WindowCeiling caps every node's congestion window. 0 = discovered:
 	// the node's thread_pool.write.size, else 4 × its processors, else 32.
 	WindowCeiling int
-	// Disabled turns routing off: Locate always answers ReasonDisabled
-	// and unrouted documents rotate over healthy nodes.
+	// Disabled turns routing off: Locate always answers ReasonDisabled,
+	// documents rotate over the healthy seeds, and no request goes to any
+	// other address (refreshes only read the nodes' http.max_content_length
+	// through the seeds).
 	Disabled bool
 	// Logger; nil means no logging.
 	Logger *zap.Logger
@@ -166,7 +168,9 @@ func New(opts Options) (*Router, error) {
 		}
 		base := u.Scheme + "://" + u.Host + strings.TrimSuffix(u.Path, "/")
 		info := &NodeInfo{ID: base, Name: u.Host, URL: base}
-		r.seeds = append(r.seeds, newNode(info, r.ceiling(info), opts.WindowCeiling > 0))
+		seed := newNode(info, r.ceiling(info), opts.WindowCeiling > 0)
+		seed.reachable.Store(true)
+		r.seeds = append(r.seeds, seed)
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r, nil
@@ -229,14 +233,18 @@ func (r *Router) allNodesLocked() []*Node {
 // discovery).
 func (r *Router) Topology() *Topology { return r.topo.Load() }
 
-// Nodes returns the nodes requests can go to: the discovered ones, or the
-// seeds before discovery.
+// Nodes returns the nodes requests can go to: the discovered ones whose
+// address answered, or the seeds (before discovery, with routing disabled,
+// or when no discovered node's address answers).
 func (r *Router) Nodes() []*Node {
-	if t := r.topo.Load(); t != nil && len(t.Nodes) > 0 {
-		return t.Nodes
+	if t := r.topo.Load(); t != nil && len(t.Reachable) > 0 {
+		return t.Reachable
 	}
 	return r.seeds
 }
+
+// Seeds returns the pseudo-nodes of the configured endpoints.
+func (r *Router) Seeds() []*Node { return r.seeds }
 
 // Locate returns the healthy node holding the primary for a document, or
 // nil and the reason it must be sent unrouted. A target the topology does
@@ -250,6 +258,9 @@ func (r *Router) Locate(target, id, routing string) (*Node, Reason) {
 	n, reason := t.Locate(target, id, routing)
 	switch reason {
 	case Routed:
+		if !n.reachable.Load() {
+			return nil, ReasonUnreachable
+		}
 		if n.dead.Load() {
 			return nil, ReasonNodeUnhealthy
 		}
@@ -382,25 +393,51 @@ func (r *Router) Seen(name string) {
 }
 
 // Pick chooses the node for a document that cannot be routed: the alive,
-// not overloaded node with the lowest Score, ties rotating. If every node
-// is overloaded it picks among the alive ones; if every node is dead, it
-// rotates over them (one of them may be back). With routing disabled it is
-// plain round-robin over healthy nodes.
+// not overloaded node with the lowest Score among those requests can go to
+// (Nodes; the coordinating-only and ingest-only ones first, roles.go),
+// ties rotating. If every node is overloaded it picks among the
+// alive ones; if every discovered node is dead, it picks among the
+// configured endpoints, and if those are dead too it rotates over them (one
+// of them may be back). With routing disabled it is plain round-robin over
+// the healthy endpoints.
 func (r *Router) Pick() *Node {
-	nodes := r.Nodes()
 	start := int(r.rr.Add(1))
 	if r.opts.Disabled {
-		for i := range nodes {
-			n := nodes[(start+i)%len(nodes)]
+		for i := range r.seeds {
+			n := r.seeds[(start+i)%len(r.seeds)]
 			if n.Alive() {
 				return n
 			}
 		}
-		return nodes[start%len(nodes)]
+		return r.seeds[start%len(r.seeds)]
 	}
+	if t := r.topo.Load(); t != nil && len(t.preferred) > 0 {
+		if n := bestOfPass(t.preferred, start, 1); n != nil {
+			return n
+		}
+	}
+	nodes := r.Nodes()
+	if n := bestOf(nodes, start); n != nil {
+		return n
+	}
+	if &nodes[0] != &r.seeds[0] {
+		if n := bestOf(r.seeds, start); n != nil {
+			return n
+		}
+	}
+	return r.seeds[start%len(r.seeds)]
+}
+
+// bestOf returns the alive, not overloaded node with the lowest Score (the
+// alive one if all are overloaded), ties rotating from start; nil if every
+// node is dead.
+func bestOf(nodes []*Node, start int) *Node { return bestOfPass(nodes, start, 2) }
+
+// bestOfPass is bestOf with passes 1: the alive, not overloaded nodes only.
+func bestOfPass(nodes []*Node, start, passes int) *Node {
 	var best *Node
 	bestScore := math.Inf(1)
-	for pass := 0; pass < 2 && best == nil; pass++ {
+	for pass := 0; pass < passes && best == nil; pass++ {
 		for i := range nodes {
 			n := nodes[(start+i)%len(nodes)]
 			if !n.Alive() || (pass == 0 && n.overloaded.Load()) {
@@ -410,9 +447,6 @@ func (r *Router) Pick() *Node {
 				best, bestScore = n, s
 			}
 		}
-	}
-	if best == nil {
-		best = nodes[start%len(nodes)]
 	}
 	return best
 }
@@ -465,7 +499,7 @@ func (r *Router) endpoints() []string {
 	}
 	if t := r.topo.Load(); t != nil {
 		for _, n := range t.Nodes {
-			if u := n.URL(); !seen[u] && n.Alive() {
+			if u := n.URL(); !seen[u] && n.Alive() && n.reachable.Load() {
 				out = append(out, u)
 				seen[u] = true
 			}
@@ -509,10 +543,19 @@ func (r *Router) forbidden(call string, err error) {
 func (r *Router) Refresh(ctx context.Context, trigger string) error {
 	r.refreshMu.Lock()
 	defer r.refreshMu.Unlock()
-	t, plan, err := r.discover(ctx)
+	var t *Topology
+	var plan *nodePlan
+	var err error
+	if r.opts.Disabled {
+		err = r.refreshLimits(ctx)
+	} else if t, plan, err = r.discover(ctx); err == nil {
+		t.Reachable = r.probeReach(ctx, plan)
+		t.preferred = preferredOf(t.Reachable)
+	}
 	r.lastRefresh = r.now()
 	outcome := "ok"
 	switch {
+	case err == nil && t == nil:
 	case err == nil:
 		r.adoptNodes(plan)
 		r.topo.Store(t)
@@ -585,11 +628,23 @@ func (r *Router) discover(ctx context.Context) (*Topology, *nodePlan, error) {
 		r.forbidden("data_streams", err)
 	}
 	writeIdx := ds.writeIndices()
+	var others []string
+	for w := range wanted {
+		if _, ok := writeIdx[w]; !ok {
+			others = append(others, w)
+		}
+	}
+	aliases, err := r.resolveAliases(ctx, eps, others)
+	if err != nil {
+		return nil, nil, err
+	}
 	concrete := map[string]bool{}
 	for w := range wanted {
 		if wi, ok := writeIdx[w]; ok {
 			t.DataStreams[w] = wi
 			concrete[wi] = true
+		} else if a, ok := aliases[w]; ok {
+			concrete[a.index] = true
 		} else {
 			concrete[w] = true
 		}
@@ -645,12 +700,14 @@ func (r *Router) discover(ctx context.Context) (*Topology, *nodePlan, error) {
 	}
 
 	for w, use := range wanted {
-		name, ds := w, false
+		name, ds, alias, routing := w, false, false, ""
 		if wi, ok := t.DataStreams[w]; ok {
 			name, ds = wi, true
+		} else if a, ok := aliases[w]; ok {
+			name, alias, routing = a.index, true, a.routing
 		}
 		if idx, ok := t.Indices[name]; ok {
-			t.targets[w] = target{index: idx, dataStream: ds, use: use}
+			t.targets[w] = target{index: idx, dataStream: ds, alias: alias, routing: routing, use: use}
 		}
 	}
 	return t, plan, nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -641,7 +642,13 @@ func TestPickScoresAndRotates(t *testing.T) {
 
 func TestDisabledIsRoundRobin(t *testing.T) {
 	f := threeNodes(t)
-	r := newTestRouter(t, f, func(o *Options) { o.Disabled = true })
+	seeds := []string{f.srv.URL}
+	for i := 0; i < 2; i++ {
+		o := httptest.NewServer(http.NotFoundHandler())
+		t.Cleanup(o.Close)
+		seeds = append(seeds, o.URL)
+	}
+	r := newTestRouter(t, f, func(o *Options) { o.Disabled = true; o.Seeds = seeds })
 	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
 		t.Fatal(err)
 	}

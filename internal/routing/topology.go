@@ -31,6 +31,10 @@ const (
 	ReasonNoID
 	// ReasonDisabled: routing is turned off.
 	ReasonDisabled
+	// ReasonUnreachable: the primary's node publishes an HTTP address that
+	// did not answer this collector's probe (a load balancer, proxy, NAT or
+	// Kubernetes Service in between, or a certificate that does not verify).
+	ReasonUnreachable
 	numReasons
 )
 
@@ -44,6 +48,7 @@ var reasonNames = [numReasons]string{
 	ReasonNodeUnhealthy:   "node_unhealthy",
 	ReasonNoID:            "no_id",
 	ReasonDisabled:        "disabled",
+	ReasonUnreachable:     "unreachable",
 }
 
 func (r Reason) String() string {
@@ -115,6 +120,8 @@ type Index struct {
 type target struct {
 	index      *Index
 	dataStream bool
+	alias      bool
+	routing    string      // an alias's index_routing: every write through it uses it
 	use        *wantedName // marked by Locate; nil in topologies not made by a Router
 }
 
@@ -123,6 +130,13 @@ type target struct {
 type Topology struct {
 	// Nodes known in this snapshot, in a stable order (by node id).
 	Nodes []*Node
+	// Reachable are the Nodes whose publish address answered the
+	// reachability probe and whose roles let them serve requests
+	// (roles.go): the only ones requests go to.
+	Reachable []*Node
+	// preferred are the Reachable nodes unrouted documents prefer:
+	// coordinating-only and ingest-only nodes.
+	preferred []*Node
 	// Indices by concrete name.
 	Indices map[string]*Index
 	// DataStreams maps a data stream name to its write index (the last
@@ -156,6 +170,14 @@ func (t *Topology) IsDataStream(name string) bool {
 	return t.targets[name].dataStream
 }
 
+// IsAlias tells whether name is a known write alias.
+func (t *Topology) IsAlias(name string) bool {
+	if t == nil {
+		return false
+	}
+	return t.targets[name].alias
+}
+
 // NodeByID returns the node with this id, or nil.
 func (t *Topology) NodeByID(id string) *Node {
 	if t == nil {
@@ -171,7 +193,7 @@ func (t *Topology) NodeByID(id string) *Node {
 
 // Locate returns the node holding the primary of the shard that a document
 // with this id and routing ("" = none) lands in when written to target (an
-// index or a data stream name; aliases are not resolved). It never guesses:
+// index, a data stream or a write alias name). It never guesses:
 // when the answer is not certain it returns nil and the reason. Health is
 // not checked here (see Router.Locate).
 func (t *Topology) Locate(name, id, routing string) (*Node, Reason) {
@@ -189,6 +211,9 @@ func (t *Topology) Locate(name, id, routing string) (*Node, Reason) {
 		return nil, ReasonUnknownIndex
 	}
 	idx := tg.index
+	if tg.routing != "" {
+		routing = tg.routing // as the server applies an alias's index_routing
+	}
 	shard, err := idx.Layout.Shard(id, routing)
 	if err != nil {
 		return nil, ReasonRoutingRequired

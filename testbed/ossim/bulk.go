@@ -243,7 +243,20 @@ func (c *Cluster) resolveItemLocked(it *bulkItem, create bool) bool {
 		return true
 	}
 	var im *indexMeta
-	if ds := c.dataStreams[it.name]; ds != nil {
+	if wi, r, e, ok := c.aliasWriteLocked(it.name); ok {
+		if e != nil {
+			it.failWith(e)
+			return true
+		}
+		if r != "" {
+			if it.routing != "" && it.routing != r {
+				it.failWith(&osErr{status: 400, typ: "illegal_argument_exception", reason: fmt.Sprintf("Alias [%s] has index routing associated with it [%s], and was provided with routing value [%s], rejecting operation", it.name, r, it.routing), index: wi.name})
+				return true
+			}
+			it.routing = r
+		}
+		im = wi
+	} else if ds := c.dataStreams[it.name]; ds != nil {
 		wi := ds.indices[len(ds.indices)-1].name
 		if it.op != "create" {
 			it.failWith(&osErr{status: 400, typ: "illegal_argument_exception", reason: "only write ops with an op_type of create are allowed in data streams", index: wi})

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sort"
 	"sync"
@@ -39,6 +40,7 @@ type Cluster struct {
 	indices     map[string]*indexMeta
 	templates   map[string]*indexTemplate
 	dataStreams map[string]*dataStream
+	aliases     map[string]map[string]*aliasOn // alias → index → properties (alias.go)
 	closed      bool
 	timers      []*time.Timer
 }
@@ -278,7 +280,7 @@ func (c *Cluster) pickNode(g *shardGroup, primary bool) *Node {
 	var bestKey [4]int
 	nn := len(c.nodes)
 	for _, n := range c.joinedNodes() {
-		if used[n] || g.index.requireName != "" && n.name != g.index.requireName {
+		if used[n] || !n.hasRole("data") || g.index.requireName != "" && n.name != g.index.requireName {
 			continue
 		}
 		if g.index.perNode > 0 && c.indexCopiesOn(g.index, n) >= g.index.perNode {
@@ -518,6 +520,26 @@ func (c *Cluster) SetLatency(i int, mean, jitter time.Duration) error {
 	}
 	n.latMean.Store(int64(mean))
 	n.latJitter.Store(int64(jitter))
+	return nil
+}
+
+// SetPublishAddress makes node i publish hostPort as its
+// http.publish_address (as http.publish_host/http.publish_port do: a
+// proxy's, a NAT's or an address nothing listens on), while it still
+// listens where URL says. "" publishes the bound address again.
+func (c *Cluster) SetPublishAddress(i int, hostPort string) error {
+	n, err := c.nodeAt(i)
+	if err != nil {
+		return err
+	}
+	if hostPort == "" {
+		n.publish.Store(nil)
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(hostPort); err != nil {
+		return fmt.Errorf("ossim: SetPublishAddress(%d): %q is not host:port", i, hostPort)
+	}
+	n.publish.Store(&hostPort)
 	return nil
 }
 

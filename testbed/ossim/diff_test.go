@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -179,6 +180,7 @@ func scenario(r *recorder) {
 	}
 	sort.Strings(nodeRows)
 	r.note("nodes http", map[string]any{"header": get(nm, "_nodes"), "nodes": nodeRows})
+	publishedElsewhere(r, nm)
 	_, li := r.call("", 1, "GET", "/_nodes/_local/http,os,thread_pool", "")
 	for _, n := range asMap(get(li, "nodes")) {
 		r.note("nodes local info", map[string]any{"header": get(li, "_nodes"), "write": get(n, "thread_pool", "write"),
@@ -214,6 +216,9 @@ func scenario(r *recorder) {
 	zw.Write([]byte(bulkBody(`{"index":{"_index":"dt-auto","_id":"gz"}}`, `{"n":5}`)))
 	zw.Close()
 	r.callH("bulk gzip", 1, "POST", "/_bulk", zb.String(), map[string]string{"Content-Encoding": "gzip"})
+	r.callGzip("bulk answer gzip", 1, "POST", "/_bulk", bulkBody(`{"index":{"_index":"dt-auto","_id":"gz2"}}`, `{"n":6}`))
+	r.callGzip("error answer gzip", 0, "GET", "/nope/_doc/a", "")
+	aliasScenario(r)
 	big := bulkBody(`{"index":{"_index":"dt-auto","_id":"big"}}`, `{"pad":"`+strings.Repeat("p", 3<<19)+`"}`)
 	r.call("bulk above max content length", 1, "POST", "/_bulk", big)
 	r.call("bulk no final newline", 0, "POST", "/_bulk", `{"index":{"_index":"dt"}}`+"\n{}")
@@ -560,12 +565,18 @@ func compareObservations(t *testing.T, emu, real []observation) {
 func TestDifferentialAgainstRealOpenSearch(t *testing.T) {
 	emu := StartT(t, Options{Nodes: 3, NoHopLatency: true, DetectionDelay: 50 * time.Millisecond,
 		Zones: []string{"a", "b", "c"}, MaxContentLength: 1 << 20, RecoveryTime: 2 * time.Second})
+	// Node 2 publishes an HTTP port nothing listens on (http.publish_port).
+	pub := freePort(t)
+	if err := emu.SetPublishAddress(2, "127.0.0.1:"+strconv.Itoa(pub)); err != nil {
+		t.Fatal(err)
+	}
 	emuObs := runScenario(t, emuTarget{emu})
 	if t.Failed() {
 		return
 	}
 	real := cluster.Start(t, cluster.Options{Nodes: 3, Zones: []string{"a", "b", "c"},
-		Settings: map[string]string{"http.max_content_length": "1mb"}})
+		Settings: map[string]string{"http.max_content_length": "1mb"},
+		PerNode:  []cluster.NodeOptions{{}, {}, {HTTPPublishPort: pub}}})
 	realObs := runScenario(t, real)
 	compareObservations(t, emuObs, realObs)
 }

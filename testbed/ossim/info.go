@@ -9,7 +9,16 @@ import (
 	"time"
 )
 
-func (n *Node) publishAddr() string   { return strings.TrimPrefix(n.URL(), "http://") }
+// boundAddr is where node n listens; publishAddr what it tells clients
+// (http.publish_host/publish_port): the bound address unless
+// SetPublishAddress changed it.
+func (n *Node) boundAddr() string { return strings.TrimPrefix(n.URL(), "http://") }
+func (n *Node) publishAddr() string {
+	if p := n.publish.Load(); p != nil {
+		return *p
+	}
+	return n.boundAddr()
+}
 func (n *Node) transportAddr() string { return "127.0.0.1:" + strconv.Itoa(9300+n.idx) }
 
 func (q *request) handleRoot() {
@@ -78,10 +87,23 @@ func (q *request) selectNodes(sel string) []*Node {
 	return out
 }
 
-// managerLocked is the elected cluster manager: the lowest joined node.
+// defaultRoles are a node's roles unless Options.Roles sets them.
+var defaultRoles = []string{"cluster_manager", "data", "ingest", "remote_cluster_client"}
+
+func (n *Node) hasRole(role string) bool {
+	for _, r := range n.roles {
+		if r == role {
+			return true
+		}
+	}
+	return false
+}
+
+// managerLocked is the elected cluster manager: the lowest joined
+// cluster-manager-eligible node.
 func (c *Cluster) managerLocked() *Node {
 	for _, n := range c.nodes {
-		if n.joined && n.Running() {
+		if n.joined && n.Running() && n.hasRole("cluster_manager") {
 			return n
 		}
 	}
@@ -95,7 +117,7 @@ func (n *Node) baseInfo() map[string]any {
 	}
 	return map[string]any{
 		"name": n.name, "transport_address": n.transportAddr(), "host": "127.0.0.1", "ip": "127.0.0.1",
-		"roles": []string{"cluster_manager", "data", "ingest", "remote_cluster_client"}, "attributes": attrs,
+		"roles": n.roles, "attributes": attrs,
 	}
 }
 
@@ -151,7 +173,7 @@ func (q *request) handleNodes(segs []string) {
 			m["build_hash"] = "ossim"
 			m["total_indexing_buffer"] = 53687091
 			if want("http") {
-				m["http"] = map[string]any{"bound_address": []string{n.publishAddr()}, "publish_address": n.publishAddr(),
+				m["http"] = map[string]any{"bound_address": []string{n.boundAddr()}, "publish_address": n.publishAddr(),
 					"max_content_length_in_bytes": n.c.opts.MaxContentLength}
 			}
 			if want("os") {
@@ -203,6 +225,10 @@ func (q *request) handleCat(what string, rest []string) {
 	expr := ""
 	if len(rest) > 0 {
 		expr = rest[0]
+	}
+	if what == "aliases" {
+		q.handleCatAliases(expr)
+		return
 	}
 	c := q.n.c
 	c.mu.RLock()

@@ -2,6 +2,7 @@ package ossim
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"github.com/opensearchrouted/opensearchrouted/internal/jsonstr"
 	"net/http"
@@ -27,11 +28,36 @@ func (q *request) reply(status int, body []byte) {
 	}
 	h := q.w.Header()
 	h.Set("Content-Type", "application/json; charset=UTF-8")
+	if acceptsGzip(q.r.Header.Get("Accept-Encoding")) {
+		// As OpenSearch does (http.compression, on by default): the answer
+		// is gzip-compressed when the client accepts it.
+		var zb bytes.Buffer
+		zw := gzip.NewWriter(&zb)
+		_, _ = zw.Write(body)
+		_ = zw.Close()
+		body = zb.Bytes()
+		h.Set("Content-Encoding", "gzip")
+		h.Add("Vary", "Accept-Encoding")
+	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	q.w.WriteHeader(status)
 	if q.r.Method != http.MethodHead {
 		_, _ = q.w.Write(body)
 	}
+}
+
+// acceptsGzip reports whether an Accept-Encoding value lists gzip (with a
+// q-value other than 0).
+func acceptsGzip(v string) bool {
+	for _, part := range strings.Split(v, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(name), "gzip") && !strings.EqualFold(strings.TrimSpace(name), "x-gzip") {
+			continue
+		}
+		q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
+		return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+	}
+	return false
 }
 
 // replyJSON marshals v (maps and structs) and replies.

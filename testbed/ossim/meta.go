@@ -277,6 +277,15 @@ func (q *request) handleCreateIndex(name string) {
 			c.deleteIndexLocked(im)
 		}
 	}
+	if e == nil {
+		as, _ := body["aliases"].(map[string]any)
+		for alias, v := range as {
+			m, _ := v.(map[string]any)
+			if e = c.addAliasLocked(name, alias, aliasSpec(m)); e != nil {
+				break
+			}
+		}
+	}
 	c.mu.Unlock()
 	if e != nil {
 		q.failE(e)
@@ -359,6 +368,14 @@ func (c *Cluster) resolveIndicesLocked(expr string) ([]*indexMeta, *osErr) {
 				}
 				continue
 			}
+			if on := c.aliases[part]; len(on) > 0 { // an alias: all its indices
+				for name := range on {
+					if im := c.indices[name]; im != nil {
+						add(im)
+					}
+				}
+				continue
+			}
 			im := c.indices[part]
 			if im == nil {
 				return nil, notFound(part)
@@ -415,6 +432,7 @@ func (q *request) handleDeleteIndex(expr string) {
 
 func (c *Cluster) deleteIndexLocked(im *indexMeta) {
 	delete(c.indices, im.name)
+	c.dropIndexAliasesLocked(im.name)
 	if ds := c.dataStreams[im.dataStream]; ds != nil {
 		for i, x := range ds.indices {
 			if x == im {
@@ -755,6 +773,10 @@ func (q *request) handleRollover(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ds := c.dataStreams[name]
+	if ds == nil && c.aliases[name] != nil {
+		q.rolloverAliasLocked(name)
+		return
+	}
 	if ds == nil {
 		q.fail(400, "illegal_argument_exception", "rollover target ["+name+"] does not exist")
 		return

@@ -18,14 +18,17 @@ import (
 
 // Node is one emulated OpenSearch node.
 type Node struct {
-	c    *Cluster
-	idx  int
-	id   string
-	name string
-	zone string
+	c     *Cluster
+	idx   int
+	id    string
+	name  string
+	zone  string
+	roles []string
 
 	// joined: member of the cluster state. Guarded by c.mu.
 	joined bool
+
+	publish atomic.Pointer[string] // http.publish_address when set (SetPublishAddress)
 
 	lmu     sync.Mutex // guards srv, ln, port, running transitions
 	srv     *http.Server
@@ -137,6 +140,10 @@ func newNode(c *Cluster, i int) *Node {
 	}
 	if len(c.opts.Zones) > 0 {
 		n.zone = c.opts.Zones[i%len(c.opts.Zones)]
+	}
+	n.roles = defaultRoles
+	if i < len(c.opts.Roles) && c.opts.Roles[i] != nil {
+		n.roles = c.opts.Roles[i]
 	}
 	return n
 }

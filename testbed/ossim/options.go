@@ -17,6 +17,11 @@ type Options struct {
 	// BasePort, when non-zero, puts node i on 127.0.0.1:BasePort+i.
 	// Zero: every node gets a free port.
 	BasePort int
+	// Roles[i] are node i's roles (node.roles). Missing or nil: the
+	// default cluster_manager, data, ingest, remote_cluster_client. A node
+	// without the data role holds no shard copy; one without
+	// cluster_manager is never the elected manager; [] is coordinating-only.
+	Roles [][]string
 	// ClusterName is returned by GET /. Default "ossim".
 	ClusterName string
 
@@ -112,6 +117,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.BasePort != 0 && o.BasePort+o.Nodes-1 > 65535 {
 		return o, fmt.Errorf("ossim: Options.BasePort %d leaves no room for %d nodes", o.BasePort, o.Nodes)
+	}
+	if len(o.Roles) > o.Nodes {
+		return o, fmt.Errorf("ossim: Options.Roles has %d entries for %d nodes", len(o.Roles), o.Nodes)
 	}
 	for i, z := range o.Zones {
 		if z == "" {

@@ -32,6 +32,11 @@ func (n *Node) route(q *request) {
 			q.handleBulk("")
 			return
 		}
+	case "_aliases":
+		if m == http.MethodPost && len(segs) == 1 {
+			q.handleAliases()
+			return
+		}
 	case "_nodes":
 		if get {
 			q.handleNodes(segs[1:])
