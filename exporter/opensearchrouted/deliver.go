@@ -88,7 +88,8 @@ func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
 		if attempt > 1 && !e.backoff(ctx, attempt) {
 			break
 		}
-		if err := e.round(ctx, c); err != nil && authErr == nil {
+		err := e.round(ctx, c)
+		if err != nil && authErr == nil {
 			authErr = err
 		}
 		c.next = c.next[:0]
@@ -98,8 +99,8 @@ func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
 			}
 		}
 		c.pending, c.next = c.next, c.pending
-		if ctx.Err() != nil {
-			break
+		if ctx.Err() != nil || err != nil {
+			break // refused credentials: resending now cannot help
 		}
 	}
 	e.tel.routed(ctx, &c.reasons)
@@ -121,6 +122,10 @@ func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
 		c.next = c.retrySet(c.next)
 		msg := fmt.Sprintf("opensearchrouted: %d of %d %s not stored yet (%s); handing them back for retry",
 			counts[bulk.Retry], n, e.signal.noun(), e.retrySummary(c))
+		if authErr != nil {
+			msg += ": " + authErr.Error()
+			e.logRefusedCredentials(authErr, counts[bulk.Retry])
+		}
 		if permErr != nil {
 			msg += "; also " + permErr.Error()
 		}
@@ -363,6 +368,9 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 	for k, it := range j.items {
 		o := j.out[k]
 		cls := bulk.Classify(o)
+		if cls == bulk.Permanent && refusedCredentials(o) {
+			cls = bulk.Retry
+		}
 		c.class[it] = cls
 		if cls != bulk.Done {
 			c.result[it] = o // only the others' are read (reportPermanent, retrySummary)

@@ -49,6 +49,7 @@ type osExporter struct {
 	calls   sync.Pool // *call
 	targets targetCache
 	workers *workers // run a call's encoding shares and sub-bulks
+	authLog rateLimited
 }
 
 func newExporter(cfg *Config, set exporter.Settings, sig signal) (*osExporter, error) {

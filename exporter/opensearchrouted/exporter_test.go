@@ -309,12 +309,14 @@ func TestPermanentAndAuthErrors(t *testing.T) {
 	// A server that answers discovery with 403 and bulks with a mix of
 	// created, mapping errors and then 401.
 	var unauthorized bool
+	var refusedBulks int
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasSuffix(r.URL.Path, "/_bulk") {
 			w.WriteHeader(403)
 			return
 		}
 		if unauthorized {
+			refusedBulks++
 			w.WriteHeader(401)
 			fmt.Fprint(w, `{"error":{"type":"security_exception","reason":"missing authentication credentials"},"status":401}`)
 			return
@@ -345,10 +347,20 @@ func TestPermanentAndAuthErrors(t *testing.T) {
 	if f := sumMetric(t, reader, "otelcol.opensearchrouted.documents", map[string]string{"outcome": "failed"}); f != 3 {
 		t.Fatalf("failed counted %d", f)
 	}
+	// Refused credentials keep the records for the collector's retry (they
+	// are stored once the credentials are fixed), without in-call resends.
 	unauthorized = true
 	err = e.pushLogs(context.Background(), makeLogs(0, 4))
-	if !consumererror.IsPermanent(err) || !strings.Contains(err.Error(), "authentication failed") {
+	var le consumererror.Logs
+	if consumererror.IsPermanent(err) || !errors.As(err, &le) || le.Data().LogRecordCount() != 4 ||
+		!strings.Contains(err.Error(), "authentication failed") {
 		t.Fatalf("401: %v", err)
+	}
+	if refusedBulks != 1 {
+		t.Fatalf("%d bulk requests with refused credentials in one call, want 1", refusedBulks)
+	}
+	if f := sumMetric(t, reader, "otelcol.opensearchrouted.documents", map[string]string{"outcome": "failed"}); f != 3 {
+		t.Fatalf("failed counted %d after the 401", f)
 	}
 }
 

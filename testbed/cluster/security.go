@@ -78,6 +78,10 @@ func SecureVersion() string {
 	return SecureVersions["2"]
 }
 
+// securityLayout names the layout of the cached plugin directory (a change
+// fetches again).
+const securityLayout = "2"
+
 const (
 	nodeDN  = "CN=node,OU=test,O=opensearchrouted"
 	adminDN = "CN=admin,OU=test,O=opensearchrouted"
@@ -281,7 +285,7 @@ func securityPluginDir(ctx context.Context, version string, logf func(string, ..
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", fmt.Errorf("cluster: cache dir: %w", err)
 	}
-	final := filepath.Join(cache, "security-"+version+".0")
+	final := filepath.Join(cache, "security-"+version+".0-"+securityLayout)
 	done := filepath.Join(final, "ok")
 	if _, err := os.Stat(done); err == nil {
 		return final, nil
@@ -304,20 +308,27 @@ func securityPluginDir(ctx context.Context, version string, logf func(string, ..
 	tmp := final + ".tmp"
 	os.RemoveAll(tmp)
 	os.RemoveAll(final)
-	cmd := exec.CommandContext(ctx, mvn, "-B", "-q",
-		"org.apache.maven.plugins:maven-dependency-plugin:3.8.1:unpack",
-		"-Dartifact=org.opensearch.plugin:opensearch-security:"+version+".0:zip",
-		"-DoutputDirectory="+tmp,
-		"-Dmdep.unpack.includes=*.jar,plugin-descriptor.properties")
-	cmd.Dir = cache
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("cluster: fetching org.opensearch.plugin:opensearch-security:%s.0 (zip) with Maven failed "+
-			"(not every server release has a plugin on Maven Central; SecureVersions lists ones that do): %w\n%s",
-			version, err, tail(out.String(), 3000))
+	steps := [][]string{{"unpack",
+		"-Dartifact=org.opensearch.plugin:opensearch-security:" + version + ".0:zip",
+		"-Dmdep.unpack.includes=*.jar,plugin-descriptor.properties"}}
+	if isMajor3OrLater(version) {
+		// 3.x's plugin extends the rule-framework module, which brings
+		// commons-collections4 in a distribution; the classpath needs it.
+		steps = append(steps, []string{"copy", "-Dartifact=org.apache.commons:commons-collections4:4.4"})
+	}
+	for _, st := range steps {
+		args := append([]string{"-B", "-q", "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:" + st[0], "-DoutputDirectory=" + tmp}, st[1:]...)
+		cmd := exec.CommandContext(ctx, mvn, args...)
+		cmd.Dir = cache
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("cluster: fetching the security plugin %s.0 (%s) with Maven failed "+
+				"(not every server release has a plugin on Maven Central; SecureVersions lists ones that do): %w\n%s",
+				version, st[1], err, tail(out.String(), 3000))
+		}
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		return "", err
