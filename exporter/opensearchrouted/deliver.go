@@ -83,14 +83,17 @@ func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
 		c.class[i] = bulk.Retry
 		c.pending = append(c.pending, int32(i))
 	}
-	var authErr error
+	var authErr, tlsErr error
 	for attempt := 1; len(c.pending) > 0 && attempt <= e.cfg.Bulk.MaxAttempts; attempt++ {
 		if attempt > 1 && !e.backoff(ctx, attempt) {
 			break
 		}
-		err := e.round(ctx, c)
+		err, terr := e.round(ctx, c)
 		if err != nil && authErr == nil {
 			authErr = err
+		}
+		if terr != nil {
+			tlsErr = terr
 		}
 		c.next = c.next[:0]
 		for _, it := range c.pending {
@@ -125,6 +128,8 @@ func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
 		if authErr != nil {
 			msg += ": " + authErr.Error()
 			e.logRefusedCredentials(authErr, counts[bulk.Retry])
+		} else if tlsErr != nil {
+			msg += ": " + tlsErr.Error() // names the node and the TLS reason
 		}
 		if permErr != nil {
 			msg += "; also " + permErr.Error()
@@ -184,9 +189,10 @@ func (e *osExporter) backoff(ctx context.Context, attempt int) bool {
 }
 
 // round locates the pending items, cuts per-node sub-bulks and sends them
-// all concurrently, each under its node's congestion window. It returns an
-// authentication/authorization error if one happened.
-func (e *osExporter) round(ctx context.Context, c *call) error {
+// all concurrently, each under its node's congestion window. It returns the
+// first refusal of the credentials (401, 403) and the first TLS failure of
+// the round, if any.
+func (e *osExporter) round(ctx context.Context, c *call) (authErr, tlsErr error) {
 	for i := range c.groups {
 		c.groups[i].items = c.groups[i].items[:0]
 	}
@@ -270,11 +276,16 @@ func (e *osExporter) round(ctx context.Context, c *call) error {
 	wg.Wait()
 	for i := range c.jobs {
 		var re *bulk.RequestError
-		if errors.As(c.jobs[i].err, &re) && re.Kind == bulk.KindAuth {
-			return re
+		if errors.As(c.jobs[i].err, &re) {
+			if re.Kind == bulk.KindAuth {
+				return re, nil
+			}
+			if re.Kind == bulk.KindTLS && tlsErr == nil {
+				tlsErr = re
+			}
 		}
 	}
-	return nil
+	return nil, tlsErr
 }
 
 // maxBytes is the sub-bulk size limit for a node: bulk.max_bytes, never

@@ -436,3 +436,14 @@ func (c *Cluster) prepareSecurity() error {
 	c.client, err = c.adminClient()
 	return err
 }
+
+// Do sends one request to node i as the harness does (on a secured cluster
+// with the admin certificate) and returns the status and body.
+func (c *Cluster) Do(i int, method, path string, body []byte) (int, []byte, error) {
+	if err := c.index(i); err != nil {
+		return 0, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return c.do(ctx, i, method, path, body)
+}

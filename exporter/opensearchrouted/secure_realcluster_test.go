@@ -1,0 +1,342 @@
+package opensearchrouted
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/pdata/plog"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/opensearchrouted/opensearchrouted/exporter/opensearchrouted/internal/metadata"
+	"github.com/opensearchrouted/opensearchrouted/testbed/cluster"
+)
+
+// The roles the README documents; the secured tests load these files.
+const (
+	exporterRoleFile = "../../docs/security/exporter-role.json"
+	backfillRoleFile = "../../docs/security/backfill-role.json"
+)
+
+// secureRole is a security role's REST body.
+type secureRole struct {
+	Description      string   `json:"description,omitempty"`
+	ClusterPerms     []string `json:"cluster_permissions"`
+	IndexPermissions []struct {
+		IndexPatterns  []string `json:"index_patterns"`
+		AllowedActions []string `json:"allowed_actions"`
+	} `json:"index_permissions"`
+}
+
+func readRole(t *testing.T, file string) (secureRole, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r secureRole
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return r, b
+}
+
+// withoutMonitor is the exporter role without the discovery privileges
+// (every cluster:monitor action, indices:monitor and data_stream/get).
+func withoutMonitor(r secureRole) []byte {
+	var cp []string
+	for _, p := range r.ClusterPerms {
+		if !strings.HasPrefix(p, "cluster:monitor/") {
+			cp = append(cp, p)
+		}
+	}
+	r.ClusterPerms = cp
+	ips := r.IndexPermissions[:0]
+	for _, ip := range r.IndexPermissions {
+		var acts []string
+		for _, a := range ip.AllowedActions {
+			if !strings.HasPrefix(a, "indices:monitor/") && a != "indices:admin/data_stream/get" {
+				acts = append(acts, a)
+			}
+		}
+		if len(acts) > 0 {
+			ip.AllowedActions = acts
+			ips = append(ips, ip)
+		}
+	}
+	r.IndexPermissions = ips
+	b, _ := json.Marshal(r)
+	return b
+}
+
+// startObserved starts an exporter with an observed logger (warnings and
+// above) and a manual metric reader.
+func startObserved(t *testing.T, cfg *Config, sig signal) (*osExporter, *sdkmetric.ManualReader, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(zapcore.WarnLevel)
+	set := exportertest.NewNopSettings(metadata.Type)
+	set.Logger = zap.New(core)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	set.MeterProvider = mp
+	e, err := newExporter(cfg, set, sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.start(context.Background(), nopHost()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+		_ = mp.Shutdown(context.Background())
+	})
+	return e, reader, logs
+}
+
+// adminCount refreshes and counts target as the cluster's admin.
+func adminCount(t *testing.T, c *cluster.Cluster, target string) int {
+	t.Helper()
+	c.Do(0, "POST", "/"+target+"/_refresh", nil)
+	code, body, err := c.Do(0, "GET", "/"+target+"/_count", nil)
+	if err != nil || code != 200 {
+		t.Fatalf("count %s: %d %s %v", target, code, body, err)
+	}
+	var n struct {
+		Count int `json:"count"`
+	}
+	_ = json.Unmarshal(body, &n)
+	return n.Count
+}
+
+// foreignCA writes a CA certificate that signed nothing of the cluster's.
+func foreignCA(t *testing.T) string {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "other CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "other-ca.pem")
+	if err := os.WriteFile(f, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// handedBack is the number of log records err hands back for retry
+// (-1 when err is not a retryable logs error).
+func handedBack(err error) (plog.Logs, int) {
+	var le consumererror.Logs
+	if err == nil || consumererror.IsPermanent(err) || !errors.As(err, &le) {
+		return plog.Logs{}, -1
+	}
+	return le.Data(), le.Data().LogRecordCount()
+}
+
+// TestRealClusterSecured runs the exporter against a 2-node cluster with
+// the security plugin (TLS on HTTP and transport, internal users) on the
+// version SecureVersion names for the line under test:
+//   - the README's exporter role over TLS + basic auth + gzip on the own
+//     transport: 50,000 records exactly once, ≥ 99 % routed direct;
+//   - without the monitor privileges: everything through the endpoints,
+//     one warning naming the refused privilege, counted, nothing lost;
+//   - a wrong password (401) and a user who may not write (403): a
+//     retryable error naming the refusal, the records handed back and
+//     stored exactly once after the password or the role is fixed;
+//   - TLS: a foreign CA and a wrong server name fail with an error naming
+//     the node and the reason; insecure_skip_verify works and warns once.
+func TestRealClusterSecured(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{Nodes: 2, Version: cluster.SecureVersion(), Security: &cluster.Security{}})
+	sec := c.Security()
+	exporterRole, exporterJSON := readRole(t, exporterRoleFile)
+	_, backfillJSON := readRole(t, backfillRoleFile)
+	c.PutRole("osr_exporter", exporterJSON)
+	c.PutRole("osr_nomonitor", withoutMonitor(exporterRole))
+	c.PutRole("osr_backfill", backfillJSON)
+	const pw = "Tq7-Vendor-Kiwi-93x"
+	c.PutUser("exporter", pw, "osr_exporter")
+	c.PutUser("nomonitor", pw, "osr_nomonitor")
+	c.PutUser("reader", pw, "osr_backfill")
+
+	secured := func(user, password, dataset string) *Config {
+		cfg := testConfig(c.Addrs())
+		cfg.TLS.CAFile = sec.CAFile
+		cfg.Username, cfg.Password = user, configopaque.String(password)
+		cfg.Dataset = dataset
+		return cfg
+	}
+	// The data stream templates, installed by the admin (the exporter role
+	// has no template privilege).
+	{
+		cfg := secured(sec.AdminUser, sec.AdminPassword, "setup")
+		cfg.InstallTemplates = true
+		e, _ := startExporter(t, cfg, signalLogs)
+		exportAll(t, e, 0, 10)
+	}
+
+	t.Run("minimal role, TLS, basic auth, gzip: exactly once, routed", func(t *testing.T) {
+		cfg := secured("exporter", pw, "secure")
+		cfg.Compression = "gzip"
+		e, reader, logs := startObserved(t, cfg, signalLogs)
+		if e.shared.bulkTr == nil {
+			t.Fatal("bulk requests do not use the exporter's own transport")
+		}
+		target := "ss4o_logs-secure-namespace"
+		exportAll(t, e, 0, 200) // creates the data stream
+		waitRouted(t, e, target)
+		before := sumMetric(t, reader, "otelcol.opensearchrouted.documents.routed", map[string]string{"path": "direct"})
+		const n, per = 50_000, 5_000
+		for k := 0; k < n/per; k++ {
+			exportAll(t, e, 1000+k*per, per)
+		}
+		direct := sumMetric(t, reader, "otelcol.opensearchrouted.documents.routed", map[string]string{"path": "direct"}) - before
+		if got := adminCount(t, c, target); got != n+200 {
+			t.Fatalf("stored %d, want %d", got, n+200)
+		}
+		if direct < n*99/100 {
+			t.Fatalf("%d of %d routed direct, want at least 99 %%", direct, n)
+		}
+		for _, l := range logs.All() {
+			t.Errorf("unexpected log: %s %v", l.Message, l.ContextMap())
+		}
+		t.Logf("%d of %d direct", direct, n)
+	})
+
+	t.Run("no monitor privileges: through the endpoints, nothing lost", func(t *testing.T) {
+		cfg := secured("nomonitor", pw, "nomonitor")
+		cfg.Routing.NodeStatsInterval = 100 * time.Millisecond
+		e, reader, logs := startObserved(t, cfg, signalLogs)
+		for k := 0; k < 4; k++ {
+			exportAll(t, e, k*500, 500)
+		}
+		if got := adminCount(t, c, "ss4o_logs-nomonitor-namespace"); got != 2000 {
+			t.Fatalf("stored %d, want 2000", got)
+		}
+		if u := sumMetric(t, reader, "otelcol.opensearchrouted.documents.routed", map[string]string{"reason": "no_topology"}); u != 2000 {
+			t.Fatalf("%d documents counted no_topology, want 2000", u)
+		}
+		if f := sumMetric(t, reader, "otelcol.opensearchrouted.topology.refreshes", map[string]string{"outcome": "forbidden"}); f < 1 {
+			t.Fatalf("forbidden refreshes counted %d", f)
+		}
+		warned := map[string]int{}
+		for _, l := range logs.FilterMessageSnippet("refused a discovery call").All() {
+			warned[l.ContextMap()["missing_privilege"].(string)]++
+		}
+		if len(warned) == 0 {
+			t.Fatalf("no warning naming a refused privilege; logs: %v", logs.All())
+		}
+		for p, k := range warned {
+			if k != 1 || !strings.Contains(p, "cluster:monitor/") && !strings.Contains(p, "indices:") {
+				t.Fatalf("warnings by privilege: %v", warned)
+			}
+		}
+		t.Logf("warnings by privilege: %v", warned)
+	})
+
+	t.Run("wrong password: kept for retry until rotated", func(t *testing.T) {
+		c.PutUser("rotating", "Mq4-Lantern-Fig-27y", "osr_exporter")
+		cfg := secured("rotating", "Zr8-Harbor-Plum-51w", "rotating")
+		e, _, logs := startObserved(t, cfg, signalLogs)
+		data, n := handedBack(e.pushLogs(context.Background(), makeLogs(0, 1000)))
+		err := e.pushLogs(context.Background(), data)
+		if _, m := handedBack(err); n != 1000 || m != 1000 || !strings.Contains(err.Error(), "HTTP 401") {
+			t.Fatalf("with a wrong password: handed back %d then %d, error %v", n, m, err)
+		}
+		if k := len(logs.FilterMessageSnippet("refused the exporter's credentials").All()); k != 1 {
+			t.Fatalf("%d error logs for two refused calls, want 1 (rate-limited)", k)
+		}
+		if strings.Contains(err.Error(), "Zr8-Harbor") {
+			t.Fatal("the password is in the error")
+		}
+		c.PutUser("rotating", "Zr8-Harbor-Plum-51w", "osr_exporter")
+		exportAllData(t, e, data)
+		if got := adminCount(t, c, "ss4o_logs-rotating-namespace"); got != 1000 {
+			t.Fatalf("stored %d after the rotation, want 1000", got)
+		}
+	})
+
+	t.Run("user who may not write: kept for retry until granted", func(t *testing.T) {
+		c.PutUser("grantme", pw, "osr_backfill")
+		cfg := secured("grantme", pw, "granted")
+		e, _, _ := startObserved(t, cfg, signalLogs)
+		err := e.pushLogs(context.Background(), makeLogs(0, 1000))
+		data, n := handedBack(err)
+		if n != 1000 || !strings.Contains(err.Error(), "HTTP 403") {
+			t.Fatalf("without write privileges: handed back %d, error %v", n, err)
+		}
+		c.PutUser("grantme", pw, "osr_exporter")
+		exportAllData(t, e, data)
+		if got := adminCount(t, c, "ss4o_logs-granted-namespace"); got != 1000 {
+			t.Fatalf("stored %d after the grant, want 1000", got)
+		}
+	})
+
+	t.Run("TLS verification", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			set  func(*Config)
+			want string
+		}{
+			{"foreign CA", func(cfg *Config) { cfg.TLS.CAFile = foreignCA(t) }, "certificate signed by unknown authority"},
+			{"wrong name", func(cfg *Config) { cfg.TLS.ServerName = "elsewhere.example" }, "not elsewhere.example"},
+		} {
+			cfg := secured("exporter", pw, "tls")
+			tc.set(cfg)
+			cfg.Bulk.MaxAttempts = 2
+			e, _ := startExporter(t, cfg, signalLogs)
+			err := e.pushLogs(context.Background(), makeLogs(0, 10))
+			if _, n := handedBack(err); n != 10 || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "127.0.0.1:") {
+				t.Fatalf("%s: handed back %d, error %v", tc.name, n, err)
+			}
+			t.Logf("%s: %v", tc.name, err)
+		}
+		cfg := secured("exporter", pw, "tls")
+		cfg.TLS.CAFile = ""
+		cfg.TLS.InsecureSkipVerify = true
+		e, _, logs := startObserved(t, cfg, signalLogs)
+		exportAll(t, e, 0, 100)
+		exportAll(t, e, 100, 100)
+		if got := adminCount(t, c, "ss4o_logs-tls-namespace"); got != 200 {
+			t.Fatalf("insecure_skip_verify: stored %d, want 200", got)
+		}
+		if k := len(logs.FilterMessageSnippet("insecure_skip_verify").All()); k != 1 {
+			t.Fatalf("%d insecure_skip_verify warnings, want 1", k)
+		}
+	})
+}
+
+// exportAllData resends ld as the collector's retry would until stored.
+func exportAllData(t *testing.T, e *osExporter, ld plog.Logs) {
+	t.Helper()
+	err := e.pushLogs(context.Background(), ld)
+	for tries := 0; err != nil; tries++ {
+		data, n := handedBack(err)
+		if n < 0 || tries > 50 {
+			t.Fatalf("resend: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		err = e.pushLogs(context.Background(), data)
+	}
+}
