@@ -10,23 +10,29 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"io"
 	"math/big"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/receiver/receivertest"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/opensearchrouted/opensearchrouted/exporter/opensearchrouted/internal/metadata"
+	"github.com/opensearchrouted/opensearchrouted/receiver/opensearchbackfill"
 	"github.com/opensearchrouted/opensearchrouted/testbed/cluster"
 )
 
@@ -224,6 +230,73 @@ func TestRealClusterSecured(t *testing.T) {
 		t.Logf("%d of %d direct", direct, n)
 	})
 
+	t.Run("backfill receiver with the backfill role", func(t *testing.T) {
+		// The receiver reads the data stream the first subtest wrote.
+		target := "ss4o_logs-secure-namespace"
+		want := adminCount(t, c, target)
+		rcfg := opensearchbackfill.NewFactory().CreateDefaultConfig().(*opensearchbackfill.Config)
+		rcfg.Endpoints = c.Addrs()
+		rcfg.Indices = []string{target}
+		rcfg.TLS.CAFile = sec.CAFile
+		rcfg.Headers = configopaque.MapList{{Name: "Authorization", Value: configopaque.String(basicAuth("reader", pw))}}
+		sink := new(consumertest.LogsSink)
+		r, err := opensearchbackfill.NewFactory().CreateLogs(context.Background(),
+			receivertest.NewNopSettings(opensearchbackfill.NewFactory().Type()), rcfg, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(context.Background(), nopHost()); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(2 * time.Minute)
+		for sink.LogRecordCount() < want && time.Now().Before(deadline) {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err := r.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := sink.LogRecordCount(); got != want {
+			t.Fatalf("the receiver read %d records, want %d", got, want)
+		}
+		// Each action of the role is needed: without it, its call is refused.
+		calls := func(user string) map[string]int {
+			out := map[string]int{}
+			code, body := userDo(t, c, user, pw, "POST", "/"+target+"/_search/point_in_time?keep_alive=1m", "")
+			out["indices:data/read/point_in_time/create"] = code
+			var p struct {
+				PitID string `json:"pit_id"`
+			}
+			_ = json.Unmarshal(body, &p)
+			if p.PitID == "" { // the others need a PIT: take the admin's
+				_, body, _ = c.Do(0, "POST", "/"+target+"/_search/point_in_time?keep_alive=1m", nil)
+				_ = json.Unmarshal(body, &p)
+			}
+			out["indices:data/read/search"], _ = userDo(t, c, user, pw, "POST", "/_search",
+				`{"size":1,"pit":{"id":"`+p.PitID+`","keep_alive":"1m"},"sort":[{"_shard_doc":"asc"}]}`)
+			out["indices:data/read/point_in_time/delete"], _ = userDo(t, c, user, pw, "DELETE", "/_search/point_in_time", `{"pit_id":["`+p.PitID+`"]}`)
+			c.Do(0, "DELETE", "/_search/point_in_time/_all", nil)
+			return out
+		}
+		for action, code := range calls("reader") {
+			if code != 200 {
+				t.Fatalf("with the backfill role, %s: HTTP %d", action, code)
+			}
+		}
+		role, _ := readRole(t, backfillRoleFile)
+		for _, drop := range role.IndexPermissions[0].AllowedActions {
+			less := role
+			less.IndexPermissions = slices.Clone(role.IndexPermissions)
+			less.IndexPermissions[0].AllowedActions = slices.DeleteFunc(slices.Clone(role.IndexPermissions[0].AllowedActions),
+				func(a string) bool { return a == drop })
+			b, _ := json.Marshal(less)
+			c.PutRole("osr_backfill_less", b)
+			c.PutUser("lessreader", pw, "osr_backfill_less")
+			if code := calls("lessreader")[drop]; code != 403 {
+				t.Fatalf("without %s its call answered %d, want 403", drop, code)
+			}
+		}
+	})
+
 	t.Run("no monitor privileges: through the endpoints, nothing lost", func(t *testing.T) {
 		cfg := secured("nomonitor", pw, "nomonitor")
 		cfg.Routing.NodeStatsInterval = 100 * time.Millisecond
@@ -325,6 +398,24 @@ func TestRealClusterSecured(t *testing.T) {
 			t.Fatalf("%d insecure_skip_verify warnings, want 1", k)
 		}
 	})
+}
+
+// userDo sends one request to node 0 as user over TLS (verified against
+// the cluster's CA).
+func userDo(t *testing.T, c *cluster.Cluster, user, password, method, path, body string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, c.Addr(0)+path, strings.NewReader(body))
+	req.SetBasicAuth(user, password)
+	req.Header.Set("Content-Type", "application/json")
+	cl := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: c.ClientTLS()}}
+	defer cl.CloseIdleConnections()
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
 }
 
 // exportAllData resends ld as the collector's retry would until stored.
