@@ -336,6 +336,12 @@ func securityPluginDir(ctx context.Context, version string, logf func(string, ..
 	return final, os.WriteFile(done, []byte("ok\n"), 0o644)
 }
 
+// FetchSecurityPlugin fetches (once; cached) the security plugin for a
+// server version, as a secured cluster's start does.
+func FetchSecurityPlugin(ctx context.Context, version string) (dir string, err error) {
+	return securityPluginDir(ctx, version, nil)
+}
+
 // Security describes a secured cluster (nil when Options.Security is nil).
 func (c *Cluster) Security() *SecurityInfo { return c.sec }
 

@@ -4,7 +4,7 @@
 //
 //	osrcluster up    -dir DIR [-nodes 3] [-version 2.19.6] [-heap 512m] [-write-queue N] [-zones a,b,c] [-secure]
 //	osrcluster down  -dir DIR
-//	osrcluster build [-version 2.19.6]
+//	osrcluster build [-version 2.19.6] [-secure]
 //
 // `up -secure` runs the security plugin (TLS on HTTP and transport, the
 // internal user database) and prints the admin user's credentials and the CA
@@ -54,6 +54,13 @@ func main() {
 			log.Fatal(err)
 		}
 		fmt.Println("launcher for OpenSearch", *version, "in", d)
+		if *secure {
+			d, err := cluster.FetchSecurityPlugin(ctx, *version)
+			if err != nil {
+				log.Fatal(err)
+			}
+			fmt.Println("security plugin for OpenSearch", *version, "in", d)
+		}
 	case "up":
 		if *dir == "" {
 			log.Fatal("osrcluster up: -dir is required")
