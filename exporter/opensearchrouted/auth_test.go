@@ -12,12 +12,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configauth"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 
 	"github.com/opensearchrouted/opensearchrouted/exporter/opensearchrouted/internal/metadata"
@@ -211,5 +214,67 @@ func TestCredentialsValidation(t *testing.T) {
 	cfg.Username, cfg.Password = "u", "p"
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("username and password: %v", err)
+	}
+}
+
+// TestRefusedCredentialsBound: records refused for the credentials stay with
+// the collector's retry_on_failure. Fixed within max_elapsed_time, every
+// record is stored once; still refused at the bound, the call fails with
+// the refusal (the collector then drops the batch and counts it as failed).
+func TestRefusedCredentialsBound(t *testing.T) {
+	for _, fixedAfter := range []int{3, -1} {
+		t.Run(fmt.Sprintf("fixed after %d refusals", fixedAfter), func(t *testing.T) {
+			var mu sync.Mutex
+			refused, docs := 0, 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !strings.HasSuffix(r.URL.Path, "/_bulk") {
+					w.WriteHeader(403)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if fixedAfter < 0 || refused < fixedAfter {
+					refused++
+					w.WriteHeader(401)
+					fmt.Fprint(w, `{"error":{"type":"security_exception","reason":"unable to authenticate user"},"status":401}`)
+					return
+				}
+				body, _ := io.ReadAll(r.Body)
+				n := bytes.Count(body, []byte("\n")) / 2
+				docs += n
+				items := strings.TrimSuffix(strings.Repeat(`{"create":{"_index":"x","status":201}},`, n), ",")
+				fmt.Fprintf(w, `{"errors":false,"items":[%s]}`, items)
+			}))
+			defer srv.Close()
+			cfg := testConfig([]string{srv.URL})
+			cfg.LogsIndex = "x"
+			cfg.Username, cfg.Password = "exporter", "rotated"
+			cfg.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
+			cfg.RetryConfig.InitialInterval = 20 * time.Millisecond
+			cfg.RetryConfig.MaxInterval = 50 * time.Millisecond
+			cfg.RetryConfig.MaxElapsedTime = 2 * time.Second
+			f := NewFactory()
+			exp, err := f.CreateLogs(context.Background(), exportertest.NewNopSettings(metadata.Type), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := exp.Start(context.Background(), nopHost()); err != nil {
+				t.Fatal(err)
+			}
+			defer exp.Shutdown(context.Background())
+			err = exp.ConsumeLogs(context.Background(), makeLogs(0, 300))
+			mu.Lock()
+			defer mu.Unlock()
+			if fixedAfter > 0 {
+				if err != nil || docs != 300 || refused != fixedAfter {
+					t.Fatalf("fixed after %d refusals: err %v, stored %d, refused %d", fixedAfter, err, docs, refused)
+				}
+				return
+			}
+			if err == nil || consumererror.IsPermanent(err) || !strings.Contains(err.Error(), "HTTP 401") ||
+				!strings.Contains(err.Error(), "no more retries left") || docs != 0 || refused < 5 {
+				t.Fatalf("never fixed: err %v, stored %d, refused %d", err, docs, refused)
+			}
+		})
 	}
 }
