@@ -140,8 +140,7 @@ func TestOwnTransportCredentials(t *testing.T) {
 				mu.Lock()
 				docs += n
 				mu.Unlock()
-				items := strings.TrimSuffix(strings.Repeat(`{"create":{"_index":"x","status":201}},`, n), ",")
-				fmt.Fprintf(w, `{"errors":false,"items":[%s]}`, items)
+				writeCreated(w, n)
 			}))
 			defer srv.Close()
 			cfg := testConfig([]string{srv.URL})
@@ -242,8 +241,7 @@ func TestRefusedCredentialsBound(t *testing.T) {
 				body, _ := io.ReadAll(r.Body)
 				n := bytes.Count(body, []byte("\n")) / 2
 				docs += n
-				items := strings.TrimSuffix(strings.Repeat(`{"create":{"_index":"x","status":201}},`, n), ",")
-				fmt.Fprintf(w, `{"errors":false,"items":[%s]}`, items)
+				writeCreated(w, n)
 			}))
 			defer srv.Close()
 			cfg := testConfig([]string{srv.URL})
@@ -277,4 +275,10 @@ func TestRefusedCredentialsBound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeCreated writes a _bulk answer of n created items (index x).
+func writeCreated(w io.Writer, n int) {
+	items := strings.TrimSuffix(strings.Repeat(`{"create":{"_index":"x","status":201}},`, n), ",")
+	fmt.Fprintf(w, `{"errors":false,"items":[%s]}`, items)
 }

@@ -57,22 +57,29 @@ func gunzipLines(br *bufio.Reader, length int, buf []byte) (int, error) {
 	return lines, err
 }
 
-// benchTLS is a server certificate for 127.0.0.1 and the CA file that
-// verifies it.
-func benchTLS(b *testing.B) (*tls.Config, string) {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "bench"},
+// selfSignedCA writes a self-signed CA certificate, also valid as a server
+// certificate for 127.0.0.1, into a temporary file, and returns it.
+func selfSignedCA(tb testing.TB, cn string) (der []byte, key *ecdsa.PrivateKey, file string) {
+	key, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
 		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	ca := filepath.Join(b.TempDir(), "ca.pem")
-	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		b.Fatal(err)
+	file = filepath.Join(tb.TempDir(), "ca.pem")
+	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		tb.Fatal(err)
 	}
+	return der, key, file
+}
+
+// benchTLS is a server certificate for 127.0.0.1 and the CA file that
+// verifies it.
+func benchTLS(b *testing.B) (*tls.Config, string) {
+	der, key, ca := selfSignedCA(b, "bench")
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, ca
 }
 

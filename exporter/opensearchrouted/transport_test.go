@@ -2,7 +2,6 @@ package opensearchrouted
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -136,8 +135,7 @@ func TestBulkTransportEndToEnd(t *testing.T) {
 				tenants = append(tenants, r.Header.Get("X-Tenant"))
 				conns[r.RemoteAddr] = true
 				mu.Unlock()
-				items := strings.TrimSuffix(strings.Repeat(`{"create":{"_index":"x","status":201}},`, n), ",")
-				fmt.Fprintf(w, `{"errors":false,"items":[%s]}`, items)
+				writeCreated(w, n)
 			}))
 			defer srv.Close()
 			cfg := testConfig([]string{srv.URL})
