@@ -3,8 +3,12 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -73,4 +77,44 @@ func TestSecureCluster(t *testing.T) {
 			t.Fatalf("system roots accepted the node certificate: %v", err)
 		}
 	})
+}
+
+// TestPKI: the generated node certificate verifies against the CA for
+// 127.0.0.1 and the node names, for server and client use (transport TLS
+// is both); the subjects are the DNs the node settings name.
+func TestPKI(t *testing.T) {
+	info, err := writePKI(t.TempDir(), 2, &Security{ExtraDNS: []string{"opensearch.test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(f string) *x509.Certificate {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blk, _ := pem.Decode(b)
+		c, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	node := load(filepath.Join(info.Dir, "node.pem"))
+	for _, name := range []string{"127.0.0.1", "localhost", "node-1", "opensearch.test"} {
+		for _, use := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+			if _, err := node.Verify(x509.VerifyOptions{Roots: info.CAPool, DNSName: name, KeyUsages: []x509.ExtKeyUsage{use}}); err != nil {
+				t.Errorf("node certificate for %s (%v): %v", name, use, err)
+			}
+		}
+	}
+	if _, err := node.Verify(x509.VerifyOptions{Roots: info.CAPool, DNSName: "node-2"}); err == nil {
+		t.Error("node certificate verifies for a name it was not issued for")
+	}
+	admin := load(info.AdminCertFile)
+	if node.Subject.String() != info.NodeDN || admin.Subject.String() != info.AdminDN {
+		t.Fatalf("subjects %q, %q; settings name %q, %q", node.Subject, admin.Subject, info.NodeDN, info.AdminDN)
+	}
+	if _, err := tls.LoadX509KeyPair(info.AdminCertFile, info.AdminKeyFile); err != nil {
+		t.Fatal(err)
+	}
 }
