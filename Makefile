@@ -50,13 +50,15 @@ bench:
 
 ## opensearch-up: start a real 3-node OpenSearch cluster on 127.0.0.1 (left running; prints its URLs).
 ## opensearch-down: stop it. OPENSEARCH_VERSION / OPENSEARCH_DIR / OPENSEARCH_NODES to change.
-OPENSEARCH_VERSION ?= 2.19.6
+## SECURE=1: with the security plugin (TLS, users; on 2.19.4 unless OPENSEARCH_VERSION is set);
+## prints the admin credentials and the CA file.
+OPENSEARCH_VERSION ?= $(if $(SECURE),2.19.4,2.19.6)
 OPENSEARCH_DIR     ?= $(CURDIR)/.opensearch
 OPENSEARCH_NODES   ?= 3
 
 .PHONY: opensearch-up opensearch-down
 opensearch-up:
-	$(GO) run ./testbed/cluster/cmd/osrcluster up -dir $(OPENSEARCH_DIR) -nodes $(OPENSEARCH_NODES) -version $(OPENSEARCH_VERSION)
+	$(GO) run ./testbed/cluster/cmd/osrcluster up -dir $(OPENSEARCH_DIR) -nodes $(OPENSEARCH_NODES) -version $(OPENSEARCH_VERSION)$(if $(SECURE), -secure)
 
 opensearch-down:
 	$(GO) run ./testbed/cluster/cmd/osrcluster down -dir $(OPENSEARCH_DIR)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"github.com/opensearchrouted/opensearchrouted/internal/bulk"
@@ -39,18 +40,32 @@ type minimalCluster struct {
 	n     int
 
 	bulks atomic.Int64 // _bulk requests answered
+	wire  atomic.Int64 // _bulk body bytes received, as sent (compressed or not)
+
+	// scheme is "http", or "https" for newMinimalClusterTLS.
+	scheme string
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 }
 
 func newMinimalCluster(tb testing.TB, n int, index string) *minimalCluster {
-	m := &minimalCluster{index: index, n: n, conns: map[net.Conn]struct{}{}}
+	return newMinimalClusterListen(tb, n, index, nil)
+}
+
+// newMinimalClusterListen is newMinimalCluster whose servers speak TLS
+// with serverTLS (nil: plain HTTP).
+func newMinimalClusterListen(tb testing.TB, n int, index string, serverTLS *tls.Config) *minimalCluster {
+	m := &minimalCluster{index: index, n: n, conns: map[net.Conn]struct{}{}, scheme: "http"}
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			tb.Fatal(err)
+		}
+		if serverTLS != nil {
+			ln = tls.NewListener(ln, serverTLS)
+			m.scheme = "https"
 		}
 		m.lns = append(m.lns, ln)
 		wg.Add(1)
@@ -89,7 +104,7 @@ func newMinimalCluster(tb testing.TB, n int, index string) *minimalCluster {
 func (m *minimalCluster) urls() []string {
 	var out []string
 	for _, ln := range m.lns {
-		out = append(out, "http://"+ln.Addr().String())
+		out = append(out, m.scheme+"://"+ln.Addr().String())
 	}
 	return out
 }
@@ -114,7 +129,7 @@ func (m *minimalCluster) conn(c net.Conn) {
 		}
 		method, rest, _ := strings.Cut(string(line), " ")
 		target, _, _ := strings.Cut(rest, " ")
-		length, closeAfter := 0, false
+		length, closeAfter, gz := 0, false, false
 		for {
 			h, err := br.ReadSlice('\n')
 			if err != nil {
@@ -132,13 +147,22 @@ func (m *minimalCluster) conn(c net.Conn) {
 				return // not sent by the exporter
 			case bytes.EqualFold(k, []byte("Connection")) && bytes.EqualFold(v, []byte("close")):
 				closeAfter = true
+			case bytes.EqualFold(k, []byte("Content-Encoding")) && bytes.EqualFold(v, []byte("gzip")):
+				gz = true
 			}
 		}
 		path, _, _ := strings.Cut(target, "?")
 		if path == "/_bulk" || path == "/"+m.index+"/_bulk" {
 			m.bulks.Add(1)
+			m.wire.Add(int64(length))
 			lines := 0
-			for left := length; left > 0; {
+			if gz {
+				var err error
+				if lines, err = gunzipLines(br, length, buf); err != nil {
+					return
+				}
+			}
+			for left := length; left > 0 && !gz; {
 				k, err := br.Read(buf[:min(left, len(buf))])
 				if err != nil {
 					return

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
@@ -40,6 +41,12 @@ type Config struct {
 	// extensions, headers, compression, proxy, timeout (per request,
 	// default 90s), and a single `endpoint`.
 	confighttp.ClientConfig `mapstructure:",squash"`
+
+	// Username and Password send HTTP basic authentication with every
+	// request, discovery and bulk (the password is never logged). Mutually
+	// exclusive with auth and an Authorization header.
+	Username string              `mapstructure:"username"`
+	Password configopaque.String `mapstructure:"password"`
 
 	// Endpoints are seed URLs of the cluster (default: `endpoint`).
 	// Discovery finds the other nodes from them.
@@ -267,6 +274,7 @@ func (c *Config) Validate() error {
 	if c.Bulk.Transport != TransportAuto && c.Bulk.Transport != TransportConfighttp {
 		add("bulk.transport: %q is not one of auto, confighttp", c.Bulk.Transport)
 	}
+	errs = append(errs, c.validateCredentials()...)
 	if c.Timeout < 0 {
 		add("timeout: must not be negative, got %v", c.Timeout)
 	}
@@ -314,4 +322,26 @@ func checkIndexName(s string) error {
 		return fmt.Errorf("%q must not contain %q", s, s[i:i+1])
 	}
 	return nil
+}
+
+// validateCredentials checks that at most one way of authenticating is
+// configured: username/password, an auth extension, or an Authorization
+// header.
+func (c *Config) validateCredentials() []error {
+	var errs []error
+	if c.Password != "" && c.Username == "" {
+		errs = append(errs, errors.New("username: required when password is set"))
+	}
+	if c.Username == "" {
+		return errs
+	}
+	if c.Auth.HasValue() {
+		errs = append(errs, errors.New("username/password and auth are mutually exclusive: basic authentication comes from one of them (remove one)"))
+	}
+	for _, h := range c.Headers {
+		if strings.EqualFold(h.Name, "Authorization") {
+			errs = append(errs, errors.New("username/password and headers (Authorization) are mutually exclusive: both would set the Authorization header (remove one)"))
+		}
+	}
+	return errs
 }

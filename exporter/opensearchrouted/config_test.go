@@ -75,6 +75,7 @@ func TestLoadConfigEveryKey(t *testing.T) {
 	want := createDefaultConfig()
 	want.Endpoints = []string{"http://127.0.0.1:9200", "http://127.0.0.1:9201"}
 	want.Timeout = 45 * time.Second
+	want.Username, want.Password = "exporter", "exporter-password"
 	want.Compression = configcompression.TypeGzip
 	want.TLS.Insecure = true
 	ka := *want.Keepalive.Get()

@@ -87,7 +87,7 @@ func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
 		c.class[i] = bulk.Retry
 		c.pending = append(c.pending, int32(i))
 	}
-	var authErr error
+	var authErr, tlsErr error
 	// An attempt is a round sent after a backoff. A round after which items
 	// moved to a new shape (see reshape) is followed by one at once that
 	// does not count as an attempt: each item moves at most twice, so a
@@ -97,8 +97,12 @@ func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
 		if attempt > 1 && !quick && !e.backoff(ctx, attempt) {
 			break
 		}
-		if err := e.round(ctx, c); err != nil && authErr == nil {
+		err, terr := e.round(ctx, c)
+		if err != nil && authErr == nil {
 			authErr = err
+		}
+		if terr != nil {
+			tlsErr = terr
 		}
 		quick = e.reshape(c) > 0 && reshaped < 2*e.cfg.Bulk.MaxAttempts
 		if quick {
@@ -113,8 +117,8 @@ func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
 			}
 		}
 		c.pending, c.next = c.next, c.pending
-		if ctx.Err() != nil {
-			break
+		if ctx.Err() != nil || err != nil {
+			break // refused credentials: resending now cannot help
 		}
 	}
 	e.tel.routed(ctx, &c.reasons)
@@ -148,6 +152,12 @@ func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
 		c.next = c.retrySet(c.next)
 		msg := fmt.Sprintf("opensearchrouted: %d of %d %s not stored yet (%s); handing them back for retry",
 			counts[bulk.Retry], n, e.signal.noun(), e.retrySummary(c))
+		if authErr != nil {
+			msg += ": " + authErr.Error()
+			e.logRefusedCredentials(authErr, counts[bulk.Retry])
+		} else if tlsErr != nil {
+			msg += ": " + tlsErr.Error() // names the node and the TLS reason
+		}
 		if permErr != nil {
 			msg += "; also " + permErr.Error()
 		}
@@ -206,9 +216,10 @@ func (e *osExporter) backoff(ctx context.Context, attempt int) bool {
 }
 
 // round locates the pending items, cuts per-node sub-bulks and sends them
-// all concurrently, each under its node's congestion window. It returns an
-// authentication/authorization error if one happened.
-func (e *osExporter) round(ctx context.Context, c *call) error {
+// all concurrently, each under its node's congestion window. It returns the
+// first refusal of the credentials (401, 403) and the first TLS failure of
+// the round, if any.
+func (e *osExporter) round(ctx context.Context, c *call) (authErr, tlsErr error) {
 	for i := range c.groups {
 		c.groups[i].items = c.groups[i].items[:0]
 	}
@@ -292,11 +303,16 @@ func (e *osExporter) round(ctx context.Context, c *call) error {
 	wg.Wait()
 	for i := range c.jobs {
 		var re *bulk.RequestError
-		if errors.As(c.jobs[i].err, &re) && re.Kind == bulk.KindAuth {
-			return re
+		if errors.As(c.jobs[i].err, &re) {
+			if re.Kind == bulk.KindAuth {
+				return re, nil
+			}
+			if re.Kind == bulk.KindTLS && tlsErr == nil {
+				tlsErr = re
+			}
 		}
 	}
-	return nil
+	return nil, tlsErr
 }
 
 // maxBytes is the sub-bulk size limit for a node: bulk.max_bytes, never
@@ -390,6 +406,9 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 	for k, it := range j.items {
 		o := j.out[k]
 		cls := bulk.Classify(o)
+		if cls == bulk.Permanent && refusedCredentials(o) {
+			cls = bulk.Retry
+		}
 		c.class[it] = cls
 		if cls != bulk.Done {
 			c.result[it] = o // only the others' are read (reportPermanent, retrySummary)

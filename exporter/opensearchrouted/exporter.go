@@ -50,6 +50,7 @@ type osExporter struct {
 	calls   sync.Pool // *call
 	targets targetCache
 	workers *workers // run a call's encoding shares and sub-bulks
+	authLog rateLimited
 }
 
 func newExporter(cfg *Config, set exporter.Settings, sig signal) (*osExporter, error) {
@@ -132,6 +133,12 @@ func acquireShared(ctx context.Context, e *osExporter, host component.Host) (*sh
 	if err != nil {
 		return nil, fmt.Errorf("opensearchrouted: building the HTTP client: %w", err)
 	}
+	if e.cfg.Username != "" {
+		httpClient.Transport = &basicAuthTransport{base: httpClient.Transport, value: basicAuth(e.cfg.Username, string(e.cfg.Password))}
+	}
+	if e.cfg.TLS.InsecureSkipVerify {
+		e.log.Warn("tls.insecure_skip_verify is set: node certificates are not verified (anyone between the collector and the cluster can read and change what is sent)")
+	}
 	statsInterval := e.cfg.Routing.NodeStatsInterval
 	if statsInterval == 0 {
 		statsInterval = -1
@@ -154,7 +161,7 @@ func acquireShared(ctx context.Context, e *osExporter, host component.Host) (*sh
 		router.Close()
 		return nil, err
 	}
-	bulkClient, bulkTr, header, why, err := bulkHTTP(ctx, e.cfg, httpClient)
+	bulkClient, bulkTr, header, why, err := bulkHTTP(ctx, e.cfg, httpClient, host.GetExtensions())
 	if err != nil {
 		router.Close()
 		return nil, fmt.Errorf("opensearchrouted: building the bulk transport: %w", err)

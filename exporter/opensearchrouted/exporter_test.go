@@ -309,8 +309,9 @@ func TestQueuedSubBulksSkipNodeThatDied(t *testing.T) {
 // for their shape are stored in the unmapped shape; refused in that shape
 // too, they go to the dead-letter index; with the dead-letter index off (or
 // refusing), they are counted failed and reported permanent, the error and
-// the log naming the cause but no document contents. A 401 is not
-// dead-lettered.
+// the log naming the cause but no document contents. Refused credentials
+// (401) keep the records for the collector's retry, without in-call
+// resends, and are never dead-lettered.
 func TestRefusedDocumentsReshapedOrDeadLettered(t *testing.T) {
 	fs := &shapeServer{stored: map[string]string{}}
 	srv := httptest.NewServer(fs)
@@ -382,11 +383,19 @@ func TestRefusedDocumentsReshapedOrDeadLettered(t *testing.T) {
 	*unauthorized = true
 	mu.Unlock()
 	err = e.pushLogs(context.Background(), makeLogs(0, 4))
-	if !consumererror.IsPermanent(err) || !strings.Contains(err.Error(), "authentication failed") {
+	var le consumererror.Logs
+	if consumererror.IsPermanent(err) || !errors.As(err, &le) || le.Data().LogRecordCount() != 4 ||
+		!strings.Contains(err.Error(), "authentication failed") {
 		t.Fatalf("401: %v", err)
+	}
+	if fs.unauthorizedBulks != 1 {
+		t.Fatalf("%d bulk requests with refused credentials in one call, want 1", fs.unauthorizedBulks)
 	}
 	if f := sumMetric(t, reader, "otelcol.opensearchrouted.documents", map[string]string{"outcome": "dead_lettered"}); f != 3 {
 		t.Fatalf("dead_lettered counted %d after a 401", f)
+	}
+	if f := sumMetric(t, reader, "otelcol.opensearchrouted.documents", map[string]string{"outcome": "failed"}); f != 3 {
+		t.Fatalf("failed counted %d after the 401", f)
 	}
 }
 

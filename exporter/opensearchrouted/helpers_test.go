@@ -280,6 +280,7 @@ type shapeServer struct {
 	mu                                             sync.Mutex
 	unauthorized, refuseUnmapped, refuseDeadLetter bool
 	stored                                         map[string]string // index/_id → source
+	unauthorizedBulks                              int               // requests answered 401
 }
 
 func (fs *shapeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -290,6 +291,7 @@ func (fs *shapeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if fs.unauthorized {
+		fs.unauthorizedBulks++
 		w.WriteHeader(401)
 		fmt.Fprint(w, `{"error":{"type":"security_exception","reason":"missing authentication credentials"},"status":401}`)
 		return

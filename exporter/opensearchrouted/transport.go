@@ -2,9 +2,14 @@ package opensearchrouted
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configcompression"
 
 	"github.com/opensearchrouted/opensearchrouted/internal/bulk"
 )
@@ -13,9 +18,12 @@ import (
 // transport (bulk.Transport) when bulk.transport is auto and the HTTP
 // client settings need nothing only the collector's client does, else std
 // (the collector's client). why names the setting that chose std; "" with
-// the own transport, which also returns the headers setting as header, for
-// bulk.Client.Header (std applies it itself).
-func bulkHTTP(ctx context.Context, cfg *Config, std *http.Client) (c *http.Client, tr *bulk.Transport, header http.Header, why string, err error) {
+// the own transport, which also returns the headers setting (and
+// username/password as an Authorization header) as header, for
+// bulk.Client.Header (std applies it itself). On the own transport an auth
+// extension's RoundTripper wraps it, and gzip compression wraps that (as
+// confighttp orders them: a signing authenticator sees the body as sent).
+func bulkHTTP(ctx context.Context, cfg *Config, std *http.Client, ext map[component.ID]component.Component) (c *http.Client, tr *bulk.Transport, header http.Header, why string, err error) {
 	if why = needsConfighttp(cfg); why != "" {
 		return std, nil, nil, why, nil
 	}
@@ -31,13 +39,50 @@ func bulkHTTP(ctx context.Context, cfg *Config, std *http.Client) (c *http.Clien
 			tr.MaxIdleConnsPerHost = http.DefaultMaxIdleConnsPerHost
 		}
 	}
-	if len(cfg.Headers) > 0 {
+	if len(cfg.Headers) > 0 || cfg.Username != "" {
 		header = http.Header{}
 		for _, p := range cfg.Headers {
 			header.Set(p.Name, string(p.Value))
 		}
+		if cfg.Username != "" {
+			header.Set("Authorization", basicAuth(cfg.Username, string(cfg.Password)))
+		}
 	}
-	return &http.Client{Transport: tr, Timeout: cfg.Timeout}, tr, header, "", nil
+	var rt http.RoundTripper = tr
+	if a := cfg.Auth.Get(); a != nil {
+		auth, err := a.GetHTTPClientAuthenticator(ctx, ext)
+		if err != nil {
+			return nil, nil, nil, "", fmt.Errorf("auth: %w", err)
+		}
+		if rt, err = auth.RoundTripper(rt); err != nil {
+			return nil, nil, nil, "", fmt.Errorf("auth: %w", err)
+		}
+	}
+	if cfg.Compression == configcompression.TypeGzip {
+		rt = &bulk.GzipRoundTripper{Base: rt, Level: int(cfg.CompressionParams.Level)}
+	}
+	return &http.Client{Transport: rt, Timeout: cfg.Timeout}, tr, header, "", nil
+}
+
+// basicAuth is the Authorization header value of HTTP basic authentication.
+func basicAuth(user, password string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
+}
+
+// basicAuthTransport adds an Authorization header to requests without one
+// (the discovery client with username/password).
+type basicAuthTransport struct {
+	base  http.RoundTripper
+	value string
+}
+
+func (b *basicAuthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("Authorization") != "" {
+		return b.base.RoundTrip(req)
+	}
+	r := req.Clone(req.Context())
+	r.Header.Set("Authorization", b.value)
+	return b.base.RoundTrip(r)
 }
 
 // needsConfighttp names the first setting that only the collector's HTTP
@@ -48,10 +93,8 @@ func needsConfighttp(cfg *Config) string {
 	switch {
 	case cfg.Bulk.Transport == TransportConfighttp:
 		return "bulk.transport"
-	case cfg.Auth.HasValue():
-		return "auth"
-	case cfg.Compression.IsCompressed():
-		return "compression"
+	case cfg.Compression.IsCompressed() && cfg.Compression != configcompression.TypeGzip:
+		return "compression (" + string(cfg.Compression) + ")"
 	case cfg.ProxyURL != "":
 		return "proxy_url"
 	case len(cfg.Middlewares) > 0:
@@ -65,9 +108,10 @@ func needsConfighttp(cfg *Config) string {
 	}
 	for _, p := range cfg.Headers {
 		// The collector's client sets these over the request's own (a
-		// Connection: close is honoured, a Content-Type or Authorization
-		// replaces the exporter's); the transport writes its own.
-		for _, h := range []string{"Host", "Connection", "Content-Type", "Authorization"} {
+		// Connection: close is honoured, a Content-Type replaces the
+		// exporter's); the transport writes its own. An Authorization
+		// header (a bearer token) is sent as it is by either.
+		for _, h := range []string{"Host", "Connection", "Content-Type", "Content-Encoding"} {
 			if strings.EqualFold(p.Name, h) {
 				return "headers (" + h + ")"
 			}

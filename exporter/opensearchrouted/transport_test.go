@@ -2,7 +2,6 @@ package opensearchrouted
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -41,8 +40,10 @@ func TestBulkTransportChoice(t *testing.T) {
 		{"bulk.transport", func(c *Config) { c.Bulk.Transport = TransportConfighttp }, "bulk.transport"},
 		{"auth", func(c *Config) {
 			c.Auth = configoptional.Some(configauth.Config{AuthenticatorID: component.MustNewID("bearertokenauth")})
-		}, "auth"},
-		{"compression", func(c *Config) { c.Compression = "gzip" }, "compression"},
+		}, ""},
+		{"gzip", func(c *Config) { c.Compression = "gzip" }, ""},
+		{"zstd", func(c *Config) { c.Compression = "zstd" }, "compression (zstd)"},
+		{"username", func(c *Config) { c.Username, c.Password = "u", "p" }, ""},
 		{"proxy_url", func(c *Config) { c.ProxyURL = "http://proxy:3128" }, "proxy_url"},
 		{"middlewares", func(c *Config) {
 			c.Middlewares = []configmiddleware.Config{{ID: component.MustNewID("mw")}}
@@ -62,8 +63,11 @@ func TestBulkTransportChoice(t *testing.T) {
 			c.Headers = configopaque.MapList{{Name: "Content-Type", Value: "application/json"}}
 		}, "headers (Content-Type)"},
 		{"Authorization header", func(c *Config) {
-			c.Headers = configopaque.MapList{{Name: "AUTHORIZATION", Value: "Basic eDp5"}}
-		}, "headers (Authorization)"},
+			c.Headers = configopaque.MapList{{Name: "AUTHORIZATION", Value: "Bearer eDp5"}}
+		}, ""},
+		{"Content-Encoding header", func(c *Config) {
+			c.Headers = configopaque.MapList{{Name: "content-encoding", Value: "br"}}
+		}, "headers (Content-Encoding)"},
 		{"environment proxy", func(*Config) {
 			proxyFromEnvironment = func(r *http.Request) (*url.URL, error) {
 				if r.URL.Scheme == "http" {
@@ -81,7 +85,7 @@ func TestBulkTransportChoice(t *testing.T) {
 				t.Fatalf("needsConfighttp = %q, want %q", got, tc.want)
 			}
 			std := &http.Client{}
-			c, tr, _, why, err := bulkHTTP(context.Background(), cfg, std)
+			c, tr, _, why, err := bulkHTTP(context.Background(), cfg, std, fakeAuthExtensions())
 			if err != nil || why != tc.want {
 				t.Fatalf("bulkHTTP: why %q, err %v", why, err)
 			}
@@ -89,7 +93,18 @@ func TestBulkTransportChoice(t *testing.T) {
 				t.Fatalf("own transport %v, collector's client %v, for reason %q", own, c == std, tc.want)
 			}
 			if tr != nil {
-				if _, ok := c.Transport.(*bulk.Transport); !ok || c.Timeout != cfg.Timeout {
+				var rt http.RoundTripper = c.Transport
+				if g, ok := rt.(*bulk.GzipRoundTripper); ok != (cfg.Compression == "gzip") {
+					t.Fatalf("gzip round tripper %v with compression %q", ok, cfg.Compression)
+				} else if ok {
+					rt = g.Base
+				}
+				if a, ok := rt.(*fakeAuthRT); ok != cfg.Auth.HasValue() {
+					t.Fatalf("auth round tripper %v with auth %v", ok, cfg.Auth.HasValue())
+				} else if ok {
+					rt = a.base
+				}
+				if rt != http.RoundTripper(tr) || c.Timeout != cfg.Timeout {
 					t.Fatalf("client %T, timeout %v", c.Transport, c.Timeout)
 				}
 			}
@@ -120,8 +135,7 @@ func TestBulkTransportEndToEnd(t *testing.T) {
 				tenants = append(tenants, r.Header.Get("X-Tenant"))
 				conns[r.RemoteAddr] = true
 				mu.Unlock()
-				items := strings.TrimSuffix(strings.Repeat(`{"create":{"_index":"x","status":201}},`, n), ",")
-				fmt.Fprintf(w, `{"errors":false,"items":[%s]}`, items)
+				writeCreated(w, n)
 			}))
 			defer srv.Close()
 			cfg := testConfig([]string{srv.URL})

@@ -58,6 +58,17 @@ type Transport struct {
 
 	// dials counts connections made (tests).
 	dials int
+
+	sessionsOnce sync.Once
+	sessions     tls.ClientSessionCache
+}
+
+// sessionCache is the TLS session cache of connections whose TLSConfig has
+// none: a new connection to a node resumes an earlier session (an
+// abbreviated handshake, no certificate chain sent or verified again).
+func (t *Transport) sessionCache() tls.ClientSessionCache {
+	t.sessionsOnce.Do(func() { t.sessions = tls.NewLRUClientSessionCache(256) })
+	return t.sessions
 }
 
 // wireConn is one connection of a Transport.
@@ -256,10 +267,13 @@ func (t *Transport) dial(ctx context.Context, key, scheme, addr string) (*wireCo
 			cfg.ServerName, _, _ = net.SplitHostPort(addr) // canonicalHost's: has a port
 		}
 		cfg.NextProtos = nil // HTTP/1.1 only
+		if cfg.ClientSessionCache == nil {
+			cfg.ClientSessionCache = t.sessionCache()
+		}
 		tc := tls.Client(conn, cfg)
 		if err := tc.HandshakeContext(dctx); err != nil {
 			conn.Close()
-			return nil, err
+			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
 		}
 		wc.conn = tc
 	}

@@ -75,6 +75,9 @@ type Options struct {
 	// (later flags win: e.g. -XX:TieredStopAtLevel=4 restores the C2 JIT,
 	// which the harness turns off to start faster on 2 cores).
 	JVMArgs []string
+	// Security, when set, runs the security plugin: TLS on HTTP and
+	// transport, internal users (see Security, SecureVersions).
+	Security *Security
 }
 
 // NodeOptions override Options for one node. Zero values keep the cluster-wide
@@ -102,6 +105,7 @@ type Cluster struct {
 	holder  Holder // what the machine lock's file says about this cluster
 	client  *http.Client
 	tb      testing.TB // when set, method errors also fail the test
+	sec     *SecurityInfo
 
 	mu     sync.Mutex // guards nodes[i].proc and closed
 	nodes  []*node
@@ -179,6 +183,15 @@ func StartProcess(ctx context.Context, opts Options) (*Cluster, error) {
 	l, err := buildLauncher(ctx, version, opts.JavaHome, logf)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Security != nil {
+		dir, err := securityPluginDir(ctx, version, logf)
+		if err != nil {
+			return nil, err
+		}
+		sl := *l
+		sl.classpath += string(os.PathListSeparator) + filepath.Join(dir, "*")
+		l = &sl
 	}
 	c := &Cluster{opts: opts, version: version, l: l, client: &http.Client{Timeout: 60 * time.Second}}
 	c.opts.Logf = logf
@@ -332,6 +345,11 @@ func (c *Cluster) start(ctx context.Context) error {
 			transportPort: ports[2*i+1],
 		})
 	}
+	if c.opts.Security != nil {
+		if err := c.prepareSecurity(); err != nil {
+			return err
+		}
+	}
 	timeout := c.opts.StartTimeout
 	if timeout == 0 {
 		timeout = 3 * time.Minute
@@ -355,6 +373,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	if err := c.waitHealth(ctx, "green", n); err != nil {
 		return err
+	}
+	if c.sec != nil {
+		if err := c.waitSecurityReady(ctx); err != nil {
+			return err
+		}
 	}
 	c.opts.Logf("cluster: %d nodes green after %s: %s", n, time.Since(began).Round(100*time.Millisecond), strings.Join(c.Addrs(), " "))
 	if c.opts.Detached {
@@ -416,6 +439,9 @@ func (c *Cluster) jvmArgs(home string) ([]string, error) {
 	if !isMajor3OrLater(c.version) {
 		args = append(args, "-Djava.locale.providers=SPI,COMPAT")
 	}
+	if c.opts.Security != nil {
+		args = append(args, "-Dsecurity.default_init.dir="+filepath.Join(home, "config", "opensearch-security"))
+	}
 	return append(args, c.opts.JVMArgs...), nil
 }
 
@@ -433,6 +459,9 @@ func (c *Cluster) nodeArgs(i int) []string {
 		"--http-port=" + strconv.Itoa(nd.httpPort),
 		"--transport-port=" + strconv.Itoa(nd.transportPort),
 		"--watch-parent=" + strconv.FormatBool(!o.Detached),
+	}
+	if o.Security != nil {
+		args = append(args, "--plugin="+SecurityPluginClass)
 	}
 	if len(c.nodes) > 1 {
 		var seeds, names []string
@@ -706,10 +735,15 @@ func (c *Cluster) Len() int { return len(c.nodes) }
 // Dir is the directory holding the node directories.
 func (c *Cluster) Dir() string { return c.dir }
 
-// Addr is node i's HTTP base URL, http://127.0.0.1:port (its bound port,
-// even when a publish port is set). It panics if i is out of range.
+// Addr is node i's HTTP base URL, http://127.0.0.1:port (https:// on a
+// secured cluster; its bound port, even when a publish port is set). It
+// panics if i is out of range.
 func (c *Cluster) Addr(i int) string {
-	return "http://127.0.0.1:" + strconv.Itoa(c.nodes[i].httpPort)
+	scheme := "http://"
+	if c.opts.Security != nil {
+		scheme = "https://"
+	}
+	return scheme + "127.0.0.1:" + strconv.Itoa(c.nodes[i].httpPort)
 }
 
 // Addrs are the HTTP base URLs of all nodes, in node order.

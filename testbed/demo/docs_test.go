@@ -115,12 +115,12 @@ func TestDocsExamplesValidate(t *testing.T) {
 	root, bin := collectorBinary(t)
 	dir := t.TempDir()
 	// Examples read secrets from the environment; validate needs them set.
-	// The sigv4auth examples load AWS credentials when validated: static
-	// example ones from the environment, and the EC2 metadata service off,
-	// so that no credential source off this machine is ever asked.
+	// sigv4auth resolves AWS credentials while validating: example keys in
+	// the environment, and no instance metadata lookup (no network).
 	env := []string{"OPENSEARCH_TOKEN=example-token", "OPENSEARCH_ENDPOINT=https://127.0.0.1:9200",
-		"AWS_ACCESS_KEY_ID=AKIAEXAMPLEEXAMPLE00", "AWS_SECRET_ACCESS_KEY=example-secret-key", "AWS_EC2_METADATA_DISABLED=true",
-		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
+		"OPENSEARCH_PASSWORD=example-password",
+		"AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", "AWS_SECRET_ACCESS_KEY=example-secret-key",
+		"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
 
 	total := 0
 	for _, doc := range docFiles {

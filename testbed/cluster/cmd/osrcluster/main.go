@@ -2,11 +2,16 @@
 // for manual work (make opensearch-up / opensearch-down) and pre-builds the
 // launcher (.ci/run).
 //
-//	osrcluster up    -dir DIR [-nodes 3] [-version 2.19.6] [-heap 512m] [-write-queue N] [-zones a,b,c]
+//	osrcluster up    -dir DIR [-nodes 3] [-version 2.19.6] [-heap 512m] [-write-queue N] [-zones a,b,c] [-secure]
 //	osrcluster down  -dir DIR
-//	osrcluster build [-version 2.19.6]
+//	osrcluster build [-version 2.19.6] [-secure]
 //	osrcluster java  [-version 2.19.6]   (the JDK a cluster would use; exit 1 if none fits)
 //	osrcluster check                     (exit 1 if a cluster of `up` holds the machine lock: make test runs it first)
+//
+// `up -secure` runs the security plugin (TLS on HTTP and transport, the
+// internal user database) and prints the admin user's credentials and the CA
+// file; -version defaults to the newest release whose plugin Maven Central
+// serves (cluster.SecureVersion).
 //
 // `up` leaves the nodes running after it exits (they hold the machine-wide
 // real-cluster lock, so tests needing a real cluster wait until `down`).
@@ -40,6 +45,7 @@ func main() {
 	writeQueue := fs.Int("write-queue", 0, "thread_pool.write.queue_size (0: server default)")
 	writeThreads := fs.Int("write-threads", 0, "thread_pool.write.size (0: server default)")
 	zones := fs.String("zones", "", "comma-separated zones, assigned round-robin (node.attr.zone)")
+	secure := fs.Bool("secure", false, "run the security plugin: TLS, users (prints the admin credentials and CA file)")
 	wait := fs.Duration("wait", 10*time.Minute, "how long to wait for the machine-wide cluster lock")
 	_ = fs.Parse(os.Args[2:])
 
@@ -50,6 +56,13 @@ func main() {
 			log.Fatal(err)
 		}
 		fmt.Println("launcher for OpenSearch", *version, "in", d)
+		if *secure {
+			d, err := cluster.FetchSecurityPlugin(ctx, *version)
+			if err != nil {
+				log.Fatal(err)
+			}
+			fmt.Println("security plugin for OpenSearch", *version, "in", d)
+		}
 	case "check":
 		msg, err := cluster.CheckMachineLock()
 		if err != nil {
@@ -73,11 +86,20 @@ func main() {
 		if *zones != "" {
 			zs = strings.Split(*zones, ",")
 		}
+		var sec *cluster.Security
+		if *secure {
+			sec = &cluster.Security{}
+			versionSet := false
+			fs.Visit(func(f *flag.Flag) { versionSet = versionSet || f.Name == "version" })
+			if !versionSet {
+				*version = cluster.SecureVersion()
+			}
+		}
 		wctx, cancel := context.WithTimeout(ctx, *wait)
 		defer cancel()
 		c, err := cluster.StartProcess(wctx, cluster.Options{
 			Nodes: *nodes, Version: *version, Heap: *heap, WriteQueueSize: *writeQueue,
-			WriteThreads: *writeThreads, Zones: zs, Dir: *dir, Detached: true, Logf: log.Printf,
+			WriteThreads: *writeThreads, Zones: zs, Dir: *dir, Detached: true, Logf: log.Printf, Security: sec,
 		})
 		if err != nil {
 			log.Fatal(err)
@@ -86,6 +108,10 @@ func main() {
 			fmt.Printf("%s %s (transport %s, pid %d, log %s)\n", c.NodeName(i), c.Addr(i), c.TransportAddr(i), c.PID(i), c.LogPath(i))
 		}
 		fmt.Printf("OPENSEARCH_URLS=%s\n", strings.Join(c.Addrs(), ","))
+		if s := c.Security(); s != nil {
+			fmt.Printf("OPENSEARCH_USER=%s\nOPENSEARCH_PASSWORD=%s\nOPENSEARCH_CA=%s\n", s.AdminUser, s.AdminPassword, s.CAFile)
+			fmt.Printf("OPENSEARCH_ADMIN_CERT=%s\nOPENSEARCH_ADMIN_KEY=%s\n", s.AdminCertFile, s.AdminKeyFile)
+		}
 	case "down":
 		if *dir == "" {
 			log.Fatal("osrcluster down: -dir is required")

@@ -51,6 +51,8 @@ import org.opensearch.plugins.PluginInfo;
  *   --write-threads           thread_pool.write.size (0: server default)
  *   --write-queue             thread_pool.write.queue_size (0: server default)
  *   --setting                 extra key=value setting (repeatable)
+ *   --plugin                  class name of a plugin on the classpath to load, e.g.
+ *                             org.opensearch.security.OpenSearchSecurityPlugin (repeatable)
  *   --watch-parent            true (default): exit when stdin reaches EOF or the parent process changes
  * </pre>
  * The heap is the JVM's own flag ({@code -Xmx}); the Go package testbed/cluster sets it.
@@ -207,6 +209,9 @@ public final class Launcher {
         Environment env = InternalSettingsPreparer.prepareEnvironment(b.build(), Collections.emptyMap(), config, () -> name);
         List<Class<? extends Plugin>> plugins = new ArrayList<>();
         plugins.add(nettyPlugin());
+        for (String cls : flags.getOrDefault("plugin", Collections.emptyList())) {
+            plugins.add(Class.forName(cls).asSubclass(Plugin.class));
+        }
         Node node = newNode(env, plugins);
         node.start();
         return node;
