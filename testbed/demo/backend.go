@@ -42,6 +42,8 @@ func (e *Emulator) Describe() string {
 
 func (e *Emulator) Seed() string { return e.C.Addr(0) }
 
+func (e *Emulator) Seeds() []string { return e.C.Addrs() }
+
 func (e *Emulator) Counts(context.Context) ([]NodeCounts, error) {
 	var out []NodeCounts
 	for _, s := range e.C.Stats() {
@@ -78,6 +80,8 @@ func (o *OpenSearch) Describe() string {
 }
 
 func (o *OpenSearch) Seed() string { return o.C.Addr(0) }
+
+func (o *OpenSearch) Seeds() []string { return o.C.Addrs() }
 
 // Counts reads GET _nodes/stats/transport,indices: transport bytes sent and
 // documents indexed per node. A real server does not count forwarded

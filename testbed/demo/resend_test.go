@@ -82,7 +82,7 @@ func TestResendMergedByTheBatcher(t *testing.T) {
 	o := Options{Collector: bin, Config: cfgPath, OTLPAddr: hostPort(ports[0]), MetricsPort: ports[1], HealthPort: ports[2], LogDir: dir}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	col, err := startCollector(ctx, o, sim.Addr(0), true, "resend")
+	col, err := startCollector(ctx, o, sim.Addrs()[:1], true, "resend")
 	if err != nil {
 		t.Fatal(err)
 	}

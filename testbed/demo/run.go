@@ -22,8 +22,11 @@ import (
 type Backend interface {
 	// Describe is one line for the report's title.
 	Describe() string
-	// Seed is the URL the collector's exporter is configured with.
+	// Seed is the URL of the node the demo reads counts through.
 	Seed() string
+	// Seeds are the URLs the collector's exporter is configured with (every
+	// node): with routing off it spreads its requests over them.
+	Seeds() []string
 	// Counts returns every node's cumulative server-side counters.
 	Counts(ctx context.Context) ([]NodeCounts, error)
 	Close() error
@@ -74,7 +77,7 @@ func RunOnce(ctx context.Context, b Backend, o Options, routing bool, dataset st
 		return run, err
 	}
 
-	col, err := startCollector(ctx, o, b.Seed(), routing, dataset)
+	col, err := startCollector(ctx, o, b.Seeds(), routing, dataset)
 	if err != nil {
 		return run, err
 	}
@@ -276,7 +279,7 @@ type collector struct {
 	stopped bool
 }
 
-func startCollector(ctx context.Context, o Options, seed string, routing bool, dataset string) (*collector, error) {
+func startCollector(ctx context.Context, o Options, seeds []string, routing bool, dataset string) (*collector, error) {
 	dir := o.LogDir
 	if dir == "" {
 		var err error
@@ -295,7 +298,9 @@ func startCollector(ctx context.Context, o Options, seed string, routing bool, d
 	}
 	cmd := exec.Command(o.Collector, "--config", o.Config)
 	cmd.Env = append(os.Environ(),
-		"OSR_OPENSEARCH_ENDPOINT="+seed,
+		"OSR_OPENSEARCH_ENDPOINT="+seeds[0],
+		"OSR_OPENSEARCH_ENDPOINT_1="+seeds[1%len(seeds)],
+		"OSR_OPENSEARCH_ENDPOINT_2="+seeds[2%len(seeds)],
 		"OSR_ROUTING="+strconv.FormatBool(routing),
 		"OSR_DATASET="+dataset,
 		"OSR_OTLP_GRPC="+o.OTLPAddr,
