@@ -33,7 +33,7 @@ func BenchmarkDegradedNode(b *testing.B) {
 		degraded bool
 	}
 	setup := func(name string, degraded, eject bool) *benchCase {
-		c := ossim.StartT(b, ossim.Options{Nodes: 3, NoHopLatency: true})
+		c := ossim.StartT(b, ossim.Options{Nodes: 3, NoHopLatency: true, NoHTTPCompression: true})
 		createIndex(b, c.Addr(0), "events", 3, 1)
 		if err := c.WaitGreen(5 * time.Second); err != nil {
 			b.Fatal(err)

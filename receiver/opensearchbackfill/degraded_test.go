@@ -8,9 +8,11 @@ import (
 )
 
 // degradedCluster is 3 emulated nodes whose searches take 1ms, an index
-// of 3 shards with 1 replica and 40 documents.
+// of 3 shards with 1 replica and 40 documents. Answers are not compressed
+// (http.compression: false): gzip on both sides would cost more than the
+// latencies compared under the race detector.
 func degradedCluster(t *testing.T) (*ossim.Cluster, []string) {
-	c := ossim.StartT(t, ossim.Options{Nodes: 3, NoHopLatency: true})
+	c := ossim.StartT(t, ossim.Options{Nodes: 3, NoHopLatency: true, NoHTTPCompression: true})
 	createIndex(t, c.Addr(0), "events", 3, 1)
 	if err := c.WaitGreen(5 * time.Second); err != nil {
 		t.Fatal(err)

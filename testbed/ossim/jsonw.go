@@ -10,6 +10,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // request is one HTTP request being served by a node.
@@ -28,13 +29,19 @@ func (q *request) reply(status int, body []byte) {
 	}
 	h := q.w.Header()
 	h.Set("Content-Type", "application/json; charset=UTF-8")
-	if acceptsGzip(q.r.Header.Get("Accept-Encoding")) {
+	if !q.n.c.opts.NoHTTPCompression && acceptsGzip(q.r.Header.Get("Accept-Encoding")) {
 		// As OpenSearch does (http.compression, on by default): the answer
 		// is gzip-compressed when the client accepts it.
+		// BestSpeed from a pool: a new writer at the default level
+		// allocates and clears half a megabyte per answer, which makes
+		// every answer to a Go client (whose transport asks for gzip) cost
+		// far more than serving it.
 		var zb bytes.Buffer
-		zw := gzip.NewWriter(&zb)
+		zw := gzipWriters.Get().(*gzip.Writer)
+		zw.Reset(&zb)
 		_, _ = zw.Write(body)
 		_ = zw.Close()
+		gzipWriters.Put(zw)
 		body = zb.Bytes()
 		h.Set("Content-Encoding", "gzip")
 		h.Add("Vary", "Accept-Encoding")
@@ -45,6 +52,11 @@ func (q *request) reply(status int, body []byte) {
 		_, _ = q.w.Write(body)
 	}
 }
+
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return zw
+}}
 
 // acceptsGzip reports whether an Accept-Encoding value lists gzip (with a
 // q-value other than 0).

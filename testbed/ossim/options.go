@@ -34,6 +34,11 @@ type Options struct {
 	// NoHopLatency makes internal hops free (HopLatency and
 	// CrossZoneHopLatency are then ignored).
 	NoHopLatency bool
+	// NoHTTPCompression answers uncompressed whatever the client accepts,
+	// as OpenSearch with http.compression: false (default: gzip when the
+	// client accepts it, as OpenSearch's default; Go's HTTP client asks for
+	// it on every request).
+	NoHTTPCompression bool
 
 	// WriteThreads is the size of each node's write thread pool. Default:
 	// runtime.NumCPU(), like OpenSearch's allocated processors.
