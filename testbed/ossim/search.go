@@ -816,9 +816,12 @@ func (q *request) handleSearch(expr string) {
 			scored = true
 		}
 	}
-	if scored && len(hits) > 0 {
+	switch {
+	case scored && len(hits) > 0:
 		hj["max_score"] = 1.0
-	} else {
+	case scored && len(targets) == 0:
+		hj["max_score"] = 0 // no shard searched at all (ignore_unavailable): as OpenSearch
+	default:
 		hj["max_score"] = nil
 	}
 	list := make([]any, 0, len(hits))
