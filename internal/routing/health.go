@@ -200,8 +200,13 @@ func (r *Router) PollStats(ctx context.Context) error {
 	}
 	var st nodeStatsResponse
 	if err := r.get(ctx, r.endpoints(), "node_stats", pathNodeStats, &st); err != nil {
+		outcome := "error"
 		if isForbidden(err) {
 			r.forbidden("node_stats", err)
+			outcome = "forbidden"
+		}
+		if r.opts.OnRefresh != nil {
+			r.opts.OnRefresh(TriggerNodeStats, outcome)
 		}
 		return err
 	}

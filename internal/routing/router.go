@@ -47,7 +47,8 @@ type Options struct {
 	// Logger; nil means no logging.
 	Logger *zap.Logger
 	// OnRefresh, if set, is called after every refresh with its trigger
-	// and outcome ("ok", "error", "forbidden").
+	// and outcome ("ok", "error", "forbidden"), and after every node stats
+	// poll that fails (trigger TriggerNodeStats, "error" or "forbidden").
 	OnRefresh func(trigger, outcome string)
 	// OnNodeState, if set, is called when a node changes state.
 	OnNodeState func(n *Node, s NodeState)
@@ -61,6 +62,9 @@ const (
 	TriggerNodeFailure = "node_failure"
 	TriggerRollover    = "rollover"
 	TriggerMoved       = "shard_moved"
+	// TriggerNodeStats is no refresh: the node stats poll, reported to
+	// OnRefresh only when it fails.
+	TriggerNodeStats = "node_stats"
 )
 
 // Resurrection constants (seed 001).

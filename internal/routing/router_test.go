@@ -1050,3 +1050,36 @@ func TestSeenBackoffAtCap(t *testing.T) {
 		t.Fatalf("%d refreshes asked for in 60 s; want the backoff's (1, 2, 4, 8, 16, 30 s)", triggers)
 	}
 }
+
+// TestNodeStatsRefusalReported: a node stats poll the server refuses (a
+// user without cluster:monitor/nodes/stats) is counted, reported to
+// OnRefresh as trigger node_stats, outcome forbidden (what the exporter
+// exports), and warned about once; one that fails otherwise as error.
+func TestNodeStatsRefusalReported(t *testing.T) {
+	f := threeNodes(t)
+	core, logs := observer.New(zap.WarnLevel)
+	var got []string
+	r := newTestRouter(t, f, func(o *Options) {
+		o.Logger = zap.New(core)
+		o.OnRefresh = func(trigger, outcome string) { got = append(got, trigger+":"+outcome) }
+	})
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	f.set(func(f *fakeCluster) { f.status["node_stats"] = http.StatusForbidden })
+	for i := 0; i < 2; i++ {
+		if err := r.PollStats(context.Background()); !isForbidden(err) {
+			t.Fatalf("poll %d: %v", i, err)
+		}
+	}
+	f.set(func(f *fakeCluster) { f.status["node_stats"] = http.StatusInternalServerError })
+	if err := r.PollStats(context.Background()); err == nil {
+		t.Fatal("a failed poll returned no error")
+	}
+	if want := "start:ok,node_stats:forbidden,node_stats:forbidden,node_stats:error"; strings.Join(got, ",") != want {
+		t.Fatalf("reported %v, want %s", got, want)
+	}
+	if r.Forbidden.Load() != 2 || logs.FilterField(zap.String("call", "node_stats")).Len() != 1 {
+		t.Fatalf("forbidden %d, warnings %d", r.Forbidden.Load(), logs.FilterField(zap.String("call", "node_stats")).Len())
+	}
+}
