@@ -223,6 +223,8 @@ func (m *minimalCluster) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"data_streams":[]}`)
 	case strings.HasPrefix(p, "/_cluster/state/metadata/"):
 		fmt.Fprintf(w, `{"metadata":{"indices":{%q:{"routing_num_shards":%d,"settings":{"index":{"number_of_shards":"%d"}}}}}}`, m.index, 128*m.n, 2*m.n)
+	case strings.HasPrefix(p, "/_cat/aliases"):
+		fmt.Fprint(w, "[]") // no aliases, as the server answers
 	case strings.HasPrefix(p, "/_cat/shards"):
 		var rows []string
 		for s := 0; s < 2*m.n; s++ {
