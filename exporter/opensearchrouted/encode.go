@@ -533,9 +533,8 @@ func (e *osExporter) encodeSpanRange(p *part, td ptrace.Traces, from, to int) {
 					continue
 				}
 				p.refs = append(p.refs, r)
-				if len(p.occ) > 0 {
-					p.hashes = append(p.hashes, [16]byte{})
-					p.occ = append(p.occ, -1)
+				if len(p.occ) > 0 { // an earlier span got a content id
+					p.perItemIDs()
 				}
 			}
 		})

@@ -44,10 +44,9 @@ func (e *osExporter) reshape(c *call) int {
 		if c.class[it] != bulk.Permanent {
 			continue
 		}
+		// Refused credentials (401, 403) never get here: run makes them
+		// retryable (refusedCredentials).
 		o := c.result[it]
-		if o.Status == 401 || o.Status == 403 {
-			continue // the credentials, not the document: dead-lettering would be refused too
-		}
 		switch c.shape[it] {
 		case shapeOriginal:
 			if bulk.IsShapeRefusal(o) && e.toUnmapped(c, it) {
