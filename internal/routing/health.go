@@ -73,6 +73,21 @@ func (r *Router) MarkAlive(n *Node) {
 	}
 }
 
+// SetDegraded marks n degraded (on) or not, logging and notifying a
+// change; it reports whether the mark changed.
+func (r *Router) SetDegraded(n *Node, on bool) bool {
+	if n == nil || n.degraded.Swap(on) == on {
+		return false
+	}
+	if on {
+		r.log.Warn("OpenSearch node degraded: its bulk requests are slow", zap.String("node", n.Name()))
+	} else {
+		r.log.Info("OpenSearch node no longer degraded", zap.String("node", n.Name()))
+	}
+	r.notify(n)
+	return true
+}
+
 func (r *Router) notify(n *Node) {
 	if r.opts.OnNodeState != nil {
 		r.opts.OnNodeState(n, n.State())

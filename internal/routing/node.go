@@ -39,10 +39,15 @@ const (
 	// NodeDead: a request failed at the connection level or timed out; a
 	// health check (GET /) after the resurrection timeout brings it back.
 	NodeDead
+	// NodeDegraded: alive, but its bulk requests take much longer per item
+	// than the other nodes' (an outlier of the write-latency detector).
+	// Routed traffic for its primaries still goes there; content-id
+	// documents may be steered to shards without a copy on it.
+	NodeDegraded
 )
 
 func (s NodeState) String() string {
-	return [...]string{"alive", "overloaded", "dead"}[s]
+	return [...]string{"alive", "overloaded", "dead", "degraded"}[s]
 }
 
 // Node is the router's persistent state for one node: identity, health,
@@ -55,6 +60,7 @@ type Node struct {
 
 	dead       atomic.Bool
 	overloaded atomic.Bool
+	degraded   atomic.Bool
 	// reachable: the node's URL answered a reachability probe (seeds are
 	// reachable by definition: the user configured them).
 	reachable atomic.Bool
@@ -100,6 +106,8 @@ func (n *Node) State() NodeState {
 	switch {
 	case n.dead.Load():
 		return NodeDead
+	case n.degraded.Load():
+		return NodeDegraded
 	case n.overloaded.Load():
 		return NodeOverloaded
 	}
@@ -109,6 +117,9 @@ func (n *Node) State() NodeState {
 // Reachable reports whether the node's address answered the reachability
 // probe (always true for a configured endpoint).
 func (n *Node) Reachable() bool { return n.reachable.Load() }
+
+// Degraded reports whether the node is marked degraded (see NodeDegraded).
+func (n *Node) Degraded() bool { return n.degraded.Load() }
 
 // Alive reports whether requests may be sent to the node.
 func (n *Node) Alive() bool { return !n.dead.Load() }

@@ -94,7 +94,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilde
 	errs = errors.Join(errs, err)
 	b.OtelcolOpensearchroutedNodeState, err = b.meter.Int64ObservableGauge(
 		"otelcol.opensearchrouted.node.state",
-		metric.WithDescription("Health of each node: 0 alive, 1 overloaded, 2 dead."),
+		metric.WithDescription("Health of each node: 0 alive, 1 overloaded, 2 dead, 3 degraded."),
 		metric.WithUnit("1"),
 	)
 	errs = errors.Join(errs, err)
