@@ -11,8 +11,11 @@ import (
 //
 // Each item is an action line and a source line, both ending in '\n':
 //
-//	{"create":{"_index":"<index>","_id":"<id>"}}\n
+//	{"create":{"_index":"<index>","_id":"<id>","routing":"<routing>"}}\n
 //	<source>\n
+//
+// (no "_id" for an item without id, no "routing" for one without a routing
+// value: BeginRouted, BeginSizedRouted).
 //
 // An item's bytes are contiguous; items keep the order in which they were
 // committed, and item numbers (int32) are positions in that order. An item
@@ -37,6 +40,7 @@ type Batch struct {
 	srcStart int // offset of the open item's source
 	index    string
 	id       string
+	routing  string
 	idAt     int // BeginSized: offset of the reserved id from start
 	idLen    int // BeginSized: bytes reserved for the id; -1 after Begin
 
@@ -47,8 +51,8 @@ type Batch struct {
 }
 
 type entry struct {
-	data      []byte // the item's bytes (action line and source line)
-	index, id string
+	data               []byte // the item's bytes (action line and source line)
+	index, id, routing string
 }
 
 // ErrNotBegun is returned by Commit when no item is open.
@@ -62,32 +66,48 @@ var ErrNotBegun = errors.New("bulk: Commit without Begin")
 // index and id are escaped as JSON strings; bytes that are not valid UTF-8
 // are written as U+FFFD, as routing.SanitizeUTF8 (and so routing.Hash)
 // assumes.
-func (b *Batch) Begin(index, id string) []byte {
-	b.openItem(index, id)
+func (b *Batch) Begin(index, id string) []byte { return b.BeginRouted(index, id, "") }
+
+// BeginRouted is Begin for an item with a custom routing value: unless
+// routing is "", the action line sets it ("routing", escaped as id is),
+// and the server puts the document in the shard of that value instead of
+// its id's. Routing returns it.
+func (b *Batch) BeginRouted(index, id, routing string) []byte {
+	b.openItem(index, id, routing)
 	b.idLen = -1
-	a := b.appendAction(b.arena, index, id)
+	a := b.appendAction(b.arena, index, id, routing)
 	b.srcStart = len(a)
 	b.arena = a
 	return a
 }
 
 // openItem discards the open item, if any, and opens one at the arena's end.
-func (b *Batch) openItem(index, id string) {
+func (b *Batch) openItem(index, id, routing string) {
 	if b.open {
 		b.arena = b.arena[:b.start]
 	}
 	b.open = true
 	b.start = len(b.arena)
-	b.index, b.id = index, id
+	b.index, b.id, b.routing = index, id, routing
 }
 
-// appendAction appends the create action line for index and id (none when
-// id is ""), newline included.
-func (b *Batch) appendAction(a []byte, index, id string) []byte {
+// appendAction appends the create action line for index, id and routing
+// (none when "" each), newline included.
+func (b *Batch) appendAction(a []byte, index, id, routing string) []byte {
 	a = b.appendHead(a, index)
 	if id != "" {
 		a = append(a, `,"_id":`...)
 		a = appendJSONString(a, id)
+	}
+	return appendTail(a, routing)
+}
+
+// appendTail appends the end of an action line: the routing value unless
+// it is "", and the closing braces and newline.
+func appendTail(a []byte, routing string) []byte {
+	if routing != "" {
+		a = append(a, `,"routing":`...)
+		a = appendJSONString(a, routing)
 	}
 	return append(a, "}}\n"...)
 }
@@ -107,7 +127,13 @@ func (b *Batch) appendHead(a []byte, index string) []byte {
 // id in the action line. Append the source, read it back with OpenSource,
 // and close the item with CommitID.
 func (b *Batch) BeginSized(index string, idLen int) []byte {
-	b.openItem(index, "")
+	return b.BeginSizedRouted(index, "", idLen)
+}
+
+// BeginSizedRouted is BeginSized for an item with a custom routing value
+// (none when ""), as BeginRouted.
+func (b *Batch) BeginSizedRouted(index, routing string, idLen int) []byte {
+	b.openItem(index, "", routing)
 	a := b.appendHead(b.arena, index)
 	a = append(a, `,"_id":"`...)
 	b.idAt = len(a) - b.start
@@ -116,7 +142,7 @@ func (b *Batch) BeginSized(index string, idLen int) []byte {
 		a = append(a, idFill[:k]...)
 		n -= k
 	}
-	a = append(a, "\"}}\n"...)
+	a = appendTail(append(a, '"'), routing)
 	b.idLen = idLen
 	b.srcStart = len(a)
 	b.arena = a
@@ -211,7 +237,7 @@ func (b *Batch) commit(buf []byte, scan bool) (int32, error) {
 	}
 	buf = append(buf, '\n')
 	b.arena = buf
-	b.items = append(b.items, entry{data: buf[b.start:len(buf):len(buf)], index: b.index, id: b.id})
+	b.items = append(b.items, entry{data: buf[b.start:len(buf):len(buf)], index: b.index, id: b.id, routing: b.routing})
 	b.total += len(buf) - b.start
 	return int32(len(b.items) - 1), nil
 }
@@ -246,7 +272,7 @@ func (b *Batch) Abort() {
 	if b.open {
 		b.arena = b.arena[:b.start]
 		b.open = false
-		b.index, b.id = "", ""
+		b.index, b.id, b.routing = "", "", ""
 	}
 }
 
@@ -262,6 +288,11 @@ func (b *Batch) Item(i int32) (index, id string, size int) {
 	e := &b.items[i]
 	return e.index, e.id, len(e.data)
 }
+
+// Routing returns item i's routing value (the one given to BeginRouted or
+// BeginSizedRouted), "" when it has none: the server places such an item
+// by this value, not by its id.
+func (b *Batch) Routing(i int32) string { return b.items[i].routing }
 
 // Bytes returns item i's bytes (action line and source line). The slice
 // aliases the arena: do not modify it; it is valid until Reset.
@@ -302,13 +333,13 @@ func (b *Batch) AppendItems(v Items) {
 
 // SetID gives item i a new _id: the item is rewritten (action line and a
 // copy of its source) at the end of b's arena. id is escaped as in Begin.
-// The item keeps its number and its index.
+// The item keeps its number, its index and its routing value.
 func (b *Batch) SetID(i int32, id string) {
 	b.Abort()
 	e := &b.items[i]
 	src := e.data[bytes.IndexByte(e.data, '\n')+1:]
 	start := len(b.arena)
-	a := b.appendAction(b.arena, e.index, id)
+	a := b.appendAction(b.arena, e.index, id, e.routing)
 	a = append(a, src...)
 	b.arena = a
 	b.total += len(a) - start - len(e.data)
@@ -328,7 +359,9 @@ func (b *Batch) Source(i int32) []byte {
 // copied, its raw newlines written as spaces). The item keeps its number.
 // An empty index or a src that is not a JSON object is refused with an
 // error and the item is left as it was. Not while a Send over b is in
-// progress.
+// progress. The item keeps its routing value when index is its index;
+// written to another index, it has none (a routing value places documents
+// within one index).
 func (b *Batch) Replace(i int32, index, id string, src []byte) error {
 	b.Abort()
 	if index == "" {
@@ -338,8 +371,11 @@ func (b *Batch) Replace(i int32, index, id string, src []byte) error {
 		return errors.New("bulk: Replace with a source that is not a JSON object")
 	}
 	e := &b.items[i]
+	if index != e.index {
+		e.routing = ""
+	}
 	start := len(b.arena)
-	a := b.appendAction(b.arena, index, id)
+	a := b.appendAction(b.arena, index, id, e.routing)
 	srcStart := len(a)
 	a = append(a, src...)
 	spaceNewlines(a[srcStart:])
@@ -358,7 +394,7 @@ func (b *Batch) Reset() {
 	b.arena = b.arena[:0]
 	b.total = 0
 	b.open = false
-	b.index, b.id = "", ""
+	b.index, b.id, b.routing = "", "", ""
 }
 
 // Split cuts items (item numbers of b, in order) into consecutive sub-bulks of

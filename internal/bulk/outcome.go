@@ -183,9 +183,10 @@ func classify(o *Outcome) Class {
 //     illegal_argument_exception.
 //
 // 3.9.0 does not use document_parsing_exception for any of these; it is
-// accepted in case a later version does.
+// accepted in case a later version does. A refusal of the routing value
+// (IsRoutingRefusal, also an immense term, in _routing) is not one.
 func IsShapeRefusal(o Outcome) bool {
-	if o.Status != 400 {
+	if o.Status != 400 || IsRoutingRefusal(o) {
 		return false
 	}
 	switch o.ErrorType {
@@ -255,6 +256,10 @@ var redactions = []redaction{
 	// Jackson's location, "\n at [Source: (byte[])"<document>"; line: 1, column: 9]"
 	// (2.19.6 and 3.9.0 write "REDACTED" there; older versions quote the document)
 	{" at [Source: ", ""},
+	// routing is required for [<index>]/[<id>]
+	{"routing is required for [", "]"},
+	// Alias [a] has index routing associated with it [x], and was provided with routing value [<value>], rejecting operation
+	{"and was provided with routing value [", "], rejecting operation"},
 	{"value [", ""},
 }
 
