@@ -83,6 +83,12 @@ type Config struct {
 	// document_id is attribute.
 	DocumentIDAttribute string `mapstructure:"document_id_attribute"`
 
+	// RoutingAttribute names the attribute holding each document's custom
+	// routing value (_routing): the record's attribute, else its
+	// resource's; none when both are absent or empty (customrouting.go).
+	// Default empty: no custom routing.
+	RoutingAttribute string `mapstructure:"routing_attribute"`
+
 	Routing    RoutingConfig    `mapstructure:"routing"`
 	Bulk       BulkConfig       `mapstructure:"bulk"`
 	DeadLetter DeadLetterConfig `mapstructure:"dead_letter"`

@@ -101,6 +101,7 @@ func TestLoadConfigEveryKey(t *testing.T) {
 	want.LogsIndex, want.TracesIndex = "app-logs", "app-traces"
 	want.InstallTemplates = true
 	want.DocumentID, want.DocumentIDAttribute = DocumentIDAttribute, "event.id"
+	want.RoutingAttribute = "tenant.id"
 	want.Routing = RoutingConfig{
 		Enabled:            false,
 		RefreshInterval:    time.Minute,

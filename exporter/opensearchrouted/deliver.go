@@ -143,6 +143,8 @@ func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
 	e.tel.fallback(ctx, fbUnmapped, unmapped)
 	e.tel.fallback(ctx, fbInvalidSpanID, c.fallbacks[fbInvalidSpanID])
 	e.tel.fallback(ctx, fbInvalidAttributeID, c.fallbacks[fbInvalidAttributeID])
+	e.tel.fallback(ctx, fbInvalidRouting, c.fallbacks[fbInvalidRouting])
+	e.tel.fallback(ctx, fbRoutingRefused, c.countRoutingRefused())
 
 	var permErr error
 	if counts[bulk.Permanent] > 0 || c.encodeFailed > 0 {
@@ -234,7 +236,7 @@ func (e *osExporter) round(ctx context.Context, c *call) (authErr, tlsErr error)
 			node, reason = c.locs[it].node, c.locs[it].reason
 		} else {
 			index, id, _ := c.batch.Item(it)
-			node, reason = e.router.Locate(index, id, "")
+			node, reason = e.router.Locate(index, id, c.batch.Routing(it))
 		}
 		c.reasons[reason]++
 		if node == nil {

@@ -48,6 +48,10 @@ type part struct {
 	inScope        bool
 	scopeR, scopeS int
 	origin         origin
+	// The scope's resource routing value (routing_attribute; "" for none)
+	// and whether the resource's value was invalid (customrouting.go).
+	resRouting        string
+	resRoutingInvalid bool
 }
 
 // chunkOut is what a share encoded for one chunk of a shared call: views
@@ -164,6 +168,10 @@ type call struct {
 	chunkReady    []atomic.Bool // shared calls: per chunk
 	left          atomic.Int32  // jobs of the round still running on workers
 	reasons       [16]int
+	// routingRefused per item (when anyRoutingRefused): the server refused
+	// it for its routing (customrouting.go).
+	routingRefused    []bool
+	anyRoutingRefused bool
 }
 
 type group struct {
@@ -182,6 +190,7 @@ func (c *call) reset() {
 	clear(c.orig) // drop the views of the arena
 	c.deadLogged = 0
 	c.reasons = [16]int{}
+	c.anyRoutingRefused = false
 }
 
 // id returns a string view of the id just appended to p.ids at start. The
@@ -364,7 +373,7 @@ func (c *call) numberRepeats(r *routing.Router, from int) {
 			c.batch.SetID(int32(it), c.id(start))
 			if c.located {
 				index, id, _ := c.batch.Item(int32(it))
-				node, reason := r.Locate(index, id, "")
+				node, reason := r.Locate(index, id, c.batch.Routing(int32(it)))
 				c.locs[it] = loc{node, reason}
 			}
 		}
@@ -386,7 +395,7 @@ func (p *part) locate(r *routing.Router, first int) {
 	}
 	for it := int32(first); it < int32(p.batch.Len()); it++ {
 		index, id, _ := p.batch.Item(it)
-		node, reason := r.Locate(index, id, "")
+		node, reason := r.Locate(index, id, p.batch.Routing(it))
 		p.locs = append(p.locs, loc{node, reason})
 	}
 }
@@ -403,6 +412,7 @@ func (e *osExporter) encodeLogRange(p *part, ld plog.Logs, from, to int) {
 			sl := rl.ScopeLogs().At(si)
 			p.scope(ri, si, func() origin {
 				p.enc.ResetLogs(rl, sl)
+				e.resourceRouting(p, rl.Resource().Attributes())
 				return e.targets.resource(rl.Resource().Attributes())
 			})
 			lrs := sl.LogRecords()
@@ -419,6 +429,7 @@ func (e *osExporter) encodeLogRange(p *part, ld plog.Logs, from, to int) {
 // reserved for it once the document is encoded: the document is written
 // once, straight into the batch.
 func (p *part) encodeLog(e *osExporter, target string, lr plog.LogRecord, r ref) {
+	rt := e.routingValue(p, lr.Attributes())
 	start := len(p.ids)
 	switch e.cfg.DocumentID {
 	case DocumentIDRandom:
@@ -437,7 +448,7 @@ func (p *part) encodeLog(e *osExporter, target string, lr plog.LogRecord, r ref)
 		}
 	}
 	if e.cfg.DocumentID == DocumentIDRandom || e.cfg.DocumentID == DocumentIDNone || len(p.ids) > start {
-		buf := p.batch.Begin(target, p.id(start))
+		buf := p.batch.BeginRouted(target, p.id(start), rt)
 		buf = p.enc.AppendLog(buf, lr)
 		if _, err := p.batch.Commit(buf); err != nil {
 			p.encodeFailed++
@@ -450,7 +461,7 @@ func (p *part) encodeLog(e *osExporter, target string, lr plog.LogRecord, r ref)
 		}
 		return
 	}
-	buf := p.batch.BeginSized(target, ss4o.ContentIDLen)
+	buf := p.batch.BeginSizedRouted(target, rt, ss4o.ContentIDLen)
 	p.commitContent(p.enc.AppendLog(buf, lr), r)
 }
 
@@ -508,25 +519,27 @@ func (e *osExporter) encodeSpanRange(p *part, td ptrace.Traces, from, to int) {
 			ss := rs.ScopeSpans().At(si)
 			p.scope(ri, si, func() origin {
 				p.enc.ResetTraces(rs, ss)
+				e.resourceRouting(p, rs.Resource().Attributes())
 				return e.targets.resource(rs.Resource().Attributes())
 			})
 			spans := ss.Spans()
 			for k := lo; k < hi; k++ {
 				span := spans.At(k)
 				target := e.targets.record(p.origin, span.Attributes())
+				rt := e.routingValue(p, span.Attributes())
 				r := ref{int32(ri), int32(si), int32(k)}
 				if span.TraceID().IsEmpty() || span.SpanID().IsEmpty() {
 					// Not an id: the span's content is (see fbInvalidSpanID).
 					p.fallbacks[fbInvalidSpanID]++
 					p.perItemIDs()
-					buf := p.batch.BeginSized(target, ss4o.ContentIDLen)
+					buf := p.batch.BeginSizedRouted(target, rt, ss4o.ContentIDLen)
 					p.commitContent(p.enc.AppendSpan(buf, span), r)
 					continue
 				}
 				start := len(p.ids)
 				p.ids = ss4o.AppendSpanID(p.ids, span.TraceID(), span.SpanID())
 				// The id is known first: encode straight into the batch.
-				buf := p.batch.Begin(target, p.id(start))
+				buf := p.batch.BeginRouted(target, p.id(start), rt)
 				buf = p.enc.AppendSpan(buf, span)
 				if _, err := p.batch.Commit(buf); err != nil {
 					p.encodeFailed++

@@ -51,6 +51,8 @@ type osExporter struct {
 	targets targetCache
 	workers *workers // run a call's encoding shares and sub-bulks
 	authLog rateLimited
+	// routingLog rate-limits the errors about refused routing values.
+	routingLog routingLog
 }
 
 func newExporter(cfg *Config, set exporter.Settings, sig signal) (*osExporter, error) {

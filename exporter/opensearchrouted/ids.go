@@ -20,10 +20,17 @@ const (
 	// fbUnmapped: the server refused the document for its shape (a mapping
 	// conflict or limit); it was sent again in the unmapped shape.
 	fbUnmapped
+	// fbInvalidRouting: routing_attribute found a value the server cannot
+	// store (over bulk.MaxRoutingBytes); the record goes without a routing
+	// value.
+	fbInvalidRouting
+	// fbRoutingRefused: the server refused the record for its routing
+	// (bulk.IsRoutingRefusal); it was dead-lettered or dropped.
+	fbRoutingRefused
 	numFallbacks
 )
 
-var fallbackNames = [numFallbacks]string{"invalid_span_id", "invalid_attribute_id", "unmapped_shape"}
+var fallbackNames = [numFallbacks]string{"invalid_span_id", "invalid_attribute_id", "unmapped_shape", "invalid_routing", "routing_refused"}
 
 // maxIDBytes is the longest _id OpenSearch takes, in bytes of UTF-8.
 const maxIDBytes = 512

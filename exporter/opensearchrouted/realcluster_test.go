@@ -74,6 +74,9 @@ func startTemplated(t *testing.T, c *cluster.Cluster, dataset string, sig signal
 //   - exactly once, by count and on resend;
 //   - Locate agrees with the server's own _search_shards;
 //   - 429s from the tiny queue: everything stored once, the window shrank;
+//   - custom routing (routing_attribute) into a partitioned index: direct,
+//     exactly once, every document in its routing's shard; without the
+//     attribute one error naming the index; a value too long is not sent;
 //   - a node killed mid-export and restarted: nothing lost or duplicated.
 func TestRealCluster(t *testing.T) {
 	c := cluster.Start(t, cluster.Options{Nodes: 3, PerNode: []cluster.NodeOptions{{}, {}, {WriteThreads: 1, WriteQueueSize: 2}}})
@@ -588,6 +591,9 @@ func TestRealCluster(t *testing.T) {
 			t.Fatalf("stored %d, want 24200", got)
 		}
 	})
+
+	t.Run("custom routing: partitioned index", func(t *testing.T) { customRoutingPartitioned(t, base, c.Addrs()) })
+	t.Run("custom routing: value too long", func(t *testing.T) { customRoutingInvalid(t, base, c.Addrs()) })
 
 	t.Run("node killed and restarted", func(t *testing.T) {
 		createIndex(t, base, "kill", 3, 1)

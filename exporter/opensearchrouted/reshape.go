@@ -47,6 +47,9 @@ func (e *osExporter) reshape(c *call) int {
 		// Refused credentials (401, 403) never get here: run makes them
 		// retryable (refusedCredentials).
 		o := c.result[it]
+		if bulk.IsRoutingRefusal(o) {
+			e.refusedRouting(c, it, o) // no other shape helps: dead-letter it
+		}
 		switch c.shape[it] {
 		case shapeOriginal:
 			if bulk.IsShapeRefusal(o) && e.toUnmapped(c, it) {
@@ -115,7 +118,7 @@ func (e *osExporter) toDeadLetter(c *call, it int32, o bulk.Outcome) bool {
 	}
 	c.shape[it] = shapeDeadLetter
 	c.class[it] = bulk.Retry
-	if c.deadLogged < maxPermanentLogs {
+	if c.deadLogged < maxPermanentLogs && !c.refusedForRouting(it) { // refusedRouting logged it
 		c.deadLogged++
 		e.log.Warn("OpenSearch refused a document; it goes to the dead-letter index",
 			zap.String("index", index), zap.String("dead_letter.index", e.deadLetterIndex()),

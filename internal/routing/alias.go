@@ -77,6 +77,16 @@ func aliasWrites(rows []catAlias) map[string]aliasWrite {
 	return out
 }
 
+// AliasRouting returns the index_routing of the write alias name ("" when
+// name is no alias the topology knows, or one without index_routing):
+// every document written through it is placed by that value.
+func (t *Topology) AliasRouting(name string) string {
+	if t == nil {
+		return ""
+	}
+	return t.targets[name].routing
+}
+
 // resolveAliases looks names up as aliases (in short batches). A refused
 // call is warned about once and, like any other 4xx, leaves the names
 // unresolved; a 5xx fails the refresh (the previous snapshot stays).

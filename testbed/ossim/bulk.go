@@ -28,6 +28,11 @@ type bulkItem struct {
 	hasID   bool
 	routing string
 	source  []byte
+	// nullID: an item without id nor routing for an index that requires
+	// routing, which 2.19.6 answers with a 500 for the whole request
+	// (null_pointer_exception "id must not be null", as building the
+	// routing_missing_exception needs the id it does not have yet).
+	nullID bool
 
 	im    *indexMeta
 	shard int
@@ -94,6 +99,12 @@ func (q *request) handleBulk(defIndex string) {
 	}
 	n.st.itemsReceived.Add(int64(len(items)))
 	n.c.resolveItems(items)
+	for _, it := range items {
+		if it.nullID {
+			q.fail(500, "null_pointer_exception", "id must not be null")
+			return
+		}
+	}
 	n.executeItems(q.r.Context(), items)
 	// refresh=true (or bare ?refresh) forces a refresh, which the response
 	// reports per item; the emulator's documents are always visible.
@@ -301,6 +312,10 @@ func (c *Cluster) resolveItemLocked(it *bulkItem, create bool) bool {
 		it.failWith(&osErr{status: 400, typ: "illegal_argument_exception", reason: "mapping type [_doc] must have routing required for partitioned index [" + im.name + "]", index: im.name})
 		return true
 	}
+	if !it.hasID && it.routing == "" && im.routingRequired {
+		it.nullID = true
+		return true
+	}
 	if !it.hasID {
 		it.id, it.hasID = autoID(), true
 	}
@@ -309,9 +324,8 @@ func (c *Cluster) resolveItemLocked(it *bulkItem, create bool) bool {
 		err = routing.ErrRoutingRequired{PartitionSize: 1}
 	}
 	if err != nil {
+		// 2.19.6: the index and index_uuid "_na_", no shard.
 		it.failWith(&osErr{status: 400, typ: "routing_missing_exception", reason: fmt.Sprintf("routing is required for [%s]/[%s]", im.name, it.id), index: im.name})
-		it.res.errIndex = true
-		it.res.indexUUID = im.uuid
 		return true
 	}
 	if it.op != "delete" && im.mapping != nil {
@@ -321,9 +335,20 @@ func (c *Cluster) resolveItemLocked(it *bulkItem, create bool) bool {
 			return true
 		}
 	}
+	if it.op != "delete" && len(it.routing) > maxTermBytes {
+		// _routing is indexed as one term: Lucene's limit applies.
+		w := docWalk{}
+		w.checkTerm(&mfield{}, "_routing", it.routing)
+		it.failWith(w.termErr)
+		it.res.index = im.name
+		return true
+	}
 	it.im, it.shard = im, shard
 	return true
 }
+
+// maxTermBytes is Lucene's limit on one indexed term, in bytes of UTF-8.
+const maxTermBytes = 32766
 
 // shardGroupReq is the items of one bulk that go to one shard.
 type shardGroupReq struct {
@@ -919,7 +944,7 @@ func appendBulkResponse(b []byte, items []*bulkItem, took time.Duration, forcedR
 				b = append(b, `","index_uuid":`...)
 				b = appendStr(b, r.indexUUID)
 			}
-		} else if r.index != "" && (r.status == 404 || r.errType == "invalid_index_name_exception") {
+		} else if r.index != "" && (r.status == 404 || r.errType == "invalid_index_name_exception" || r.errType == "routing_missing_exception") {
 			b = append(b, `,"index":`...)
 			b = appendStr(b, idx)
 			b = append(b, `,"index_uuid":"_na_"`...)

@@ -1083,7 +1083,7 @@ func (q *request) handleGetDoc(index, id string) {
 	shard, err := im.layout.Shard(id, q.q.Get("routing"))
 	if err != nil {
 		c.mu.RUnlock()
-		q.fail(400, "routing_missing_exception", fmt.Sprintf("routing is required for [%s]/[%s]", index, id), "index", index)
+		q.fail(400, "routing_missing_exception", fmt.Sprintf("routing is required for [%s]/[%s]", index, id), "index", index, "index_uuid", "_na_")
 		return
 	}
 	n := readCopy(im.shards[shard], q.n)

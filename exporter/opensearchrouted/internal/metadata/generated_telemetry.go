@@ -51,7 +51,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilde
 	errs = errors.Join(errs, err)
 	b.OtelcolOpensearchroutedDocumentsFallback, err = b.meter.Int64Counter(
 		"otelcol.opensearchrouted.documents.fallback",
-		metric.WithDescription("Records written otherwise than usual, by why: a content id instead of an invalid one, or the unmapped shape after a refusal for the document's shape."),
+		metric.WithDescription("Records written otherwise than usual, by why: a content id instead of an invalid one, the unmapped shape after a refusal for the document's shape, no routing value instead of an invalid one, or the dead-letter index after a refusal for the routing."),
 		metric.WithUnit("{document}"),
 	)
 	errs = errors.Join(errs, err)
