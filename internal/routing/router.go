@@ -262,11 +262,11 @@ func (r *Router) Locate(target, id, routing string) (*Node, Reason) {
 	n, reason := t.Locate(target, id, routing)
 	switch reason {
 	case Routed:
-		if !n.reachable.Load() {
-			return nil, ReasonUnreachable
-		}
-		if n.dead.Load() {
-			return nil, ReasonNodeUnhealthy
+		switch {
+		case !n.reachable.Load():
+			n, reason = nil, ReasonUnreachable
+		case n.dead.Load():
+			n, reason = nil, ReasonNodeUnhealthy
 		}
 	case ReasonUnknownIndex, ReasonNoTopology:
 		r.want(target)
@@ -277,7 +277,25 @@ func (r *Router) Locate(target, id, routing string) (*Node, Reason) {
 			r.Trigger(TriggerMoved)
 		}
 	}
+	if reason != Routed && t.allDead() {
+		return nil, ReasonAllNodesDown
+	}
 	return n, reason
+}
+
+// allDead reports whether t has nodes requests can go to and every one of
+// them is marked dead (Pick then falls back to the configured endpoints).
+// It stops at the first alive node: cheap unless all are dead.
+func (t *Topology) allDead() bool {
+	if t == nil || len(t.Reachable) == 0 {
+		return false
+	}
+	for _, n := range t.Reachable {
+		if !n.dead.Load() {
+			return false
+		}
+	}
+	return true
 }
 
 // wantedName is a target name that refreshes fetch, and whether documents

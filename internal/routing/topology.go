@@ -35,6 +35,10 @@ const (
 	// did not answer this collector's probe (a load balancer, proxy, NAT or
 	// Kubernetes Service in between, or a certificate that does not verify).
 	ReasonUnreachable
+	// ReasonAllNodesDown: every discovered node requests can go to (the
+	// reachable ones, roles.go) is marked dead, so documents go through the
+	// configured endpoints, whatever else would have been their reason.
+	ReasonAllNodesDown
 	numReasons
 )
 
@@ -49,6 +53,7 @@ var reasonNames = [numReasons]string{
 	ReasonNoID:            "no_id",
 	ReasonDisabled:        "disabled",
 	ReasonUnreachable:     "unreachable",
+	ReasonAllNodesDown:    "all_nodes_down",
 }
 
 func (r Reason) String() string {
