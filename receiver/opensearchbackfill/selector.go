@@ -16,7 +16,8 @@ import (
 // for reads: spread over healthy members, eject clearly degraded ones).
 // When the topology does not know the indices (patterns, aliases, a
 // missing privilege, before the first discovery), any alive node of the
-// cluster serves; when none is left, the seeds do.
+// cluster serves; when none is left, the seeds do. Nodes whose publish
+// address did not answer are never chosen.
 type readSelector struct {
 	router *routing.Router // nil: discovery disabled
 	seeds  []string
@@ -87,7 +88,9 @@ func (s *readSelector) holders(indices []string) []*routing.Node {
 
 // pick rotates over the alive nodes that are neither overloaded nor
 // ejected as latency outliers; if all of those are excluded, over every
-// alive one.
+// alive one. A node whose publish address did not answer the reachability
+// probe is never picked (a shard's holder may be one: behind a proxy or
+// NAT, a reachable node forwards the search).
 func (s *readSelector) pick(nodes []*routing.Node, exclude func(string) bool) (string, bool) {
 	if len(nodes) == 0 {
 		return "", false
@@ -98,7 +101,7 @@ func (s *readSelector) pick(nodes []*routing.Node, exclude func(string) bool) (s
 		for i := range n {
 			nd := nodes[(start+i)%n]
 			st := nd.State()
-			if st == routing.NodeDead || (pass == 0 && (st == routing.NodeOverloaded || s.ejected(nd.URL()))) || exclude(nd.URL()) {
+			if st == routing.NodeDead || !nd.Reachable() || (pass == 0 && (st == routing.NodeOverloaded || s.ejected(nd.URL()))) || exclude(nd.URL()) {
 				continue
 			}
 			return nd.URL(), true
