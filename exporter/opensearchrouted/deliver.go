@@ -444,7 +444,7 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 	if rollover {
 		e.router.Trigger(routing.TriggerRollover)
 	}
-	e.tel.bulkRequest(ctx, node.Name(), reqOutcome, elapsed.Seconds(), res.Bytes)
+	e.nodeLabels().bulkRequest(ctx, e.tel, node, reqOutcome, elapsed.Seconds(), res.Bytes)
 }
 
 // reportPermanent logs the first few permanent failures (index, status,

@@ -115,6 +115,7 @@ type shared struct {
 	http   *http.Client
 	bulkTr *bulk.Transport // the exporter's own bulk transport, if used
 	tel    *telemetry      // the first exporter's: observes the node gauges
+	labels *nodeLabels     // the node label of each node (nodelabel.go)
 }
 
 var (
@@ -145,6 +146,7 @@ func acquireShared(ctx context.Context, e *osExporter, host component.Host) (*sh
 	if statsInterval == 0 {
 		statsInterval = -1
 	}
+	labels := &nodeLabels{}
 	router, err := routing.New(routing.Options{
 		Client:             httpClient,
 		Seeds:              e.cfg.seeds(),
@@ -154,12 +156,16 @@ func acquireShared(ctx context.Context, e *osExporter, host component.Host) (*sh
 		WindowCeiling:      e.cfg.Routing.WindowCeiling,
 		Disabled:           !e.cfg.Routing.Enabled,
 		Logger:             withoutSignal(e.log),
-		OnRefresh:          e.tel.refreshed,
+		OnRefresh: func(trigger, outcome string) {
+			e.tel.refreshed(trigger, outcome)
+			labels.settle()
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := e.tel.observeNodes(router); err != nil {
+	labels.router = router
+	if err := e.tel.observeNodes(router, labels); err != nil {
 		router.Close()
 		return nil, err
 	}
@@ -174,7 +180,7 @@ func acquireShared(ctx context.Context, e *osExporter, host component.Host) (*sh
 		e.log.Info("bulk requests use the exporter's HTTP/1.1 transport")
 	}
 	router.Start()
-	sh := &shared{refs: 1, router: router, client: &bulk.Client{HTTP: bulkClient, Header: header}, http: httpClient, bulkTr: bulkTr, tel: e.tel}
+	sh := &shared{refs: 1, router: router, client: &bulk.Client{HTTP: bulkClient, Header: header}, http: httpClient, bulkTr: bulkTr, tel: e.tel, labels: labels}
 	shareds[e.cfg] = sh
 	return sh, nil
 }
@@ -210,6 +216,7 @@ func releaseShared(cfg *Config) error {
 	delete(shareds, cfg)
 	err := sh.tel.stop()
 	sh.router.Close()
+	sh.labels.settle() // records what is still held
 	sh.http.CloseIdleConnections()
 	if sh.bulkTr != nil {
 		sh.bulkTr.Close()
@@ -324,12 +331,16 @@ func (t *telemetry) refreshed(trigger, outcome string) {
 		metric.WithAttributes(attribute.String("trigger", trigger), attribute.String("outcome", outcome)))
 }
 
-// observeNodes reports every node's window, in-flight requests and state.
-func (t *telemetry) observeNodes(r *routing.Router) error {
+// observeNodes reports every node's window, in-flight requests and state,
+// labelled by labels.
+func (t *telemetry) observeNodes(r *routing.Router, labels *nodeLabels) error {
 	reg, err := t.tb.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for _, n := range r.Nodes() {
+			if !labels.reportGauges(n) {
+				continue
+			}
 			cwnd, _, _, inFlight := n.Window().State()
-			opt := metric.WithAttributeSet(t.node(n.Name()).set)
+			opt := metric.WithAttributeSet(t.node(labels.label(n)).set)
 			o.ObserveInt64(t.tb.OtelcolOpensearchroutedNodeWindow, int64(cwnd), opt)
 			o.ObserveInt64(t.tb.OtelcolOpensearchroutedNodeInflight, int64(inFlight), opt)
 			o.ObserveInt64(t.tb.OtelcolOpensearchroutedNodeState, int64(n.State()), opt)
