@@ -53,7 +53,8 @@ type Options struct {
 	ZoneAwareness bool
 	// PerNode[i] overrides settings of node i (entries past Nodes are an error).
 	PerNode []NodeOptions
-	// Settings are extra node settings applied to every node (key → value).
+	// Settings are extra node settings applied to every node (key → value;
+	// a value "[a,b]" is a list, "[]" the empty one, as for node.roles).
 	Settings map[string]string
 	// ClusterName is cluster.name (default "osr-test").
 	ClusterName string

@@ -3,6 +3,7 @@ package ossim
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -85,6 +86,29 @@ func (q *request) selectNodes(sel string) []*Node {
 		}
 	}
 	return out
+}
+
+// roleLetters is _cat/nodes' node.role: the roles' abbreviations, sorted,
+// "-" for none (coordinating-only).
+func roleLetters(roles []string) string {
+	var b []byte
+	for _, r := range roles {
+		switch r {
+		case "cluster_manager", "master":
+			b = append(b, 'm')
+		case "remote_cluster_client":
+			b = append(b, 'r')
+		default:
+			if r != "" {
+				b = append(b, r[0]) // data d, ingest i, search s, warm w
+			}
+		}
+	}
+	if len(b) == 0 {
+		return "-"
+	}
+	slices.Sort(b)
+	return string(b)
 }
 
 // defaultRoles are a node's roles unless Options.Roles sets them.
@@ -302,7 +326,7 @@ func (q *request) handleCat(what string, rest []string) {
 			if n == mgr {
 				m = "*"
 			}
-			rows = append(rows, map[string]any{"ip": "127.0.0.1", "name": n.name, "id": n.id[:4], "node.role": "dimr", "cluster_manager": m, "master": m})
+			rows = append(rows, map[string]any{"ip": "127.0.0.1", "name": n.name, "id": n.id[:4], "node.role": roleLetters(n.roles), "cluster_manager": m, "master": m})
 		}
 	default:
 		c.mu.RUnlock()
@@ -346,8 +370,8 @@ func (q *request) handleCat(what string, rest []string) {
 // ---- health ----
 
 type healthInfo struct {
-	status                                                string
-	nodes, activePrimaries, active, relocating, init, una int
+	status                                                           string
+	nodes, dataNodes, activePrimaries, active, relocating, init, una int
 }
 
 func (c *Cluster) indexHealthLocked(im *indexMeta) string {
@@ -372,6 +396,9 @@ func (c *Cluster) health() healthInfo {
 	for _, n := range c.nodes {
 		if n.joined {
 			h.nodes++
+			if n.hasRole("data") {
+				h.dataNodes++
+			}
 		}
 	}
 	for _, im := range c.indices {
@@ -452,7 +479,7 @@ func (q *request) handleHealth(rest []string) {
 	}
 	q.replyJSON(status, map[string]any{
 		"cluster_name": c.opts.ClusterName, "status": h.status, "timed_out": timedOut,
-		"number_of_nodes": h.nodes, "number_of_data_nodes": h.nodes, "discovered_master": true,
+		"number_of_nodes": h.nodes, "number_of_data_nodes": h.dataNodes, "discovered_master": true,
 		"discovered_cluster_manager": true, "active_primary_shards": h.activePrimaries, "active_shards": h.active,
 		"relocating_shards": h.relocating, "initializing_shards": h.init - h.relocating, "unassigned_shards": h.una,
 		"delayed_unassigned_shards": 0, "number_of_pending_tasks": 0, "number_of_in_flight_fetch": 0,

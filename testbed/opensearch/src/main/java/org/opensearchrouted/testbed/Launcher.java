@@ -50,7 +50,8 @@ import org.opensearch.plugins.PluginInfo;
  *   --awareness               "zone" to set cluster.routing.allocation.awareness.attributes
  *   --write-threads           thread_pool.write.size (0: server default)
  *   --write-queue             thread_pool.write.queue_size (0: server default)
- *   --setting                 extra key=value setting (repeatable)
+ *   --setting                 extra key=value setting (repeatable); a value [a,b] is a list,
+ *                             [] the empty one (node.roles=[]: a coordinating-only node)
  *   --plugin                  class name of a plugin on the classpath to load, e.g.
  *                             org.opensearch.security.OpenSearchSecurityPlugin (repeatable)
  *   --watch-parent            true (default): exit when stdin reaches EOF or the parent process changes
@@ -203,7 +204,18 @@ public final class Launcher {
             if (eq <= 0) {
                 throw new IllegalArgumentException("--setting wants key=value, got " + kv);
             }
-            b.put(kv.substring(0, eq), kv.substring(eq + 1));
+            String key = kv.substring(0, eq), value = kv.substring(eq + 1);
+            if (value.startsWith("[") && value.endsWith("]")) {
+                List<String> items = new ArrayList<>();
+                for (String s : value.substring(1, value.length() - 1).split(",")) {
+                    if (!s.isBlank()) {
+                        items.add(s.trim());
+                    }
+                }
+                b.putList(key, items);
+            } else {
+                b.put(key, value);
+            }
         }
 
         Environment env = InternalSettingsPreparer.prepareEnvironment(b.build(), Collections.emptyMap(), config, () -> name);
