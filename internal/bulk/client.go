@@ -805,7 +805,7 @@ func newBody(b *Batch, items []int32) *bodyState {
 // nothing is left out). It reads only the item table, not the items' bytes:
 // a Batch writes every action line as actionHead, indexKey and the index as
 // a JSON string (appendHead), followed by ',' exactly when the item has an
-// _id (CommitID refuses an empty one).
+// _id (CommitID refuses an empty one) or a routing value.
 func sharedIndex(b *Batch, items []int32) (index string, elide int, saved int64) {
 	if len(items) == 0 {
 		return "", 0, 0
@@ -820,7 +820,7 @@ func sharedIndex(b *Batch, items []int32) (index string, elide int, saved int64)
 		if e.index != index {
 			return "", 0, 0
 		}
-		if e.id != "" {
+		if e.id != "" || e.routing != "" {
 			withID++
 		}
 	}

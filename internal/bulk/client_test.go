@@ -695,6 +695,15 @@ func TestBodyReader(t *testing.T) {
 	// An item without an id, and one whose index needs escaping in JSON.
 	noID := add(t, b, "logs", "", `{"no":"id"}`)
 	other := add(t, b, `lo"gs`, "x", `{"other":1}`)
+	// Routed items, without and with an id.
+	routedNoID, err := b.Commit(append(b.BeginRouted("logs", "", "tenant-1"), `{"r":1}`...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	routed, err := b.Commit(append(b.BeginRouted("logs", "y", "tenant-2"), `{"r":2}`...))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name  string
 		items []int32
@@ -702,6 +711,7 @@ func TestBodyReader(t *testing.T) {
 	}{
 		{"one index", []int32{9, 0, 3, 4, 5}, "logs"},
 		{"one index, no id", []int32{noID, 2, noID}, "logs"},
+		{"one index, routed, no id", []int32{routedNoID, noID, routed, 1}, "logs"},
 		{"one escaped index", []int32{other}, `lo"gs`},
 		{"two indices", []int32{9, other, 0}, ""},
 	} {
