@@ -4,7 +4,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
@@ -68,28 +67,9 @@ func (e *osExporter) resourceRouting(p *part, res pcommon.Map) {
 	}
 }
 
-// routingFits reports whether s, as a routing value, is short enough: its
-// UTF-8 length once every invalid byte is written as U+FFFD (3 bytes), as
-// bulk.Batch writes it, is at most bulk.MaxRoutingBytes.
-func routingFits(s string) bool {
-	if len(s) <= bulk.MaxRoutingBytes/utf8.UTFMax {
-		return true
-	}
-	n := 0
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			n += 3
-		} else {
-			n += size
-		}
-		if n > bulk.MaxRoutingBytes {
-			return false
-		}
-		i += size
-	}
-	return true
-}
+// routingFits reports whether s, as a routing value, is short enough: at
+// most bulk.MaxRoutingBytes as written (see fitsBytes).
+func routingFits(s string) bool { return fitsBytes(s, bulk.MaxRoutingBytes) }
 
 // customRouting reports whether item it is placed by a routing value
 // rather than by its id: its own (routing_attribute) or the index_routing

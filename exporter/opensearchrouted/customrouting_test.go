@@ -1,6 +1,7 @@
 package opensearchrouted
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -239,6 +240,7 @@ func TestCustomRoutingEmulator(t *testing.T) {
 	sim := ossim.StartT(t, ossim.Options{Nodes: 3, NoHopLatency: true})
 	t.Run("partitioned index", func(t *testing.T) { customRoutingPartitioned(t, sim.Addr(0), sim.Addrs()) })
 	t.Run("invalid routing value", func(t *testing.T) { customRoutingInvalid(t, sim.Addr(0), sim.Addrs()) })
+	t.Run("no id, routing required", func(t *testing.T) { customRoutingNoID(t, sim.Addr(0), sim.Addrs()) })
 }
 
 // TestRoutingValueOfRecords: the record's routing_attribute wins over its
@@ -279,5 +281,59 @@ func TestRoutingValueOfRecords(t *testing.T) {
 				t.Fatalf("customRouting(%d) = %v", it, !(want != ""))
 			}
 		}
+	}
+}
+
+// customRoutingNoID: document_id none into an index that requires routing
+// (_routing required, one shard's worth of partitions: p 1): records with
+// the attribute are stored, each once; those without make the server fail
+// the whole request (500, id must not be null), and are found out and
+// refused for their routing (dead-lettered, counted, one error naming the
+// index), never retried for ever with the others.
+func customRoutingNoID(t *testing.T, base string, endpoints []string) {
+	const index, n = "cr-noid", 200 // makeLogs: one resource
+	body := `{"settings":{"number_of_shards":2,"number_of_replicas":0},"mappings":{"_routing":{"required":true}}}`
+	if code := httpJSON(t, "PUT", base+"/"+index, body, nil); code != 200 {
+		t.Fatalf("create: HTTP %d", code)
+	}
+	httpJSON(t, "GET", base+"/_cluster/health/"+index+"?wait_for_status=green&timeout=60s", "", nil)
+	cfg := testConfig(endpoints)
+	cfg.LogsIndex = index
+	cfg.RoutingAttribute = "tenant"
+	cfg.DocumentID = DocumentIDNone
+	e, reader, logs := startObserved(t, cfg, signalLogs)
+	dlBefore := countOrZero(t, base, cfg.DeadLetter.LogsIndex)
+	ld := makeLogs(0, n)
+	lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+	for i := 0; i < lrs.Len(); i++ {
+		if i%4 != 0 { // a quarter without
+			lrs.At(i).Attributes().PutStr("tenant", recordTenant(i))
+		}
+	}
+	ld2 := makeLogs(n, n) // a second resource, none with the attribute
+	ld2.ResourceLogs().MoveAndAppendTo(ld.ResourceLogs())
+	if err := e.pushLogs(context.Background(), ld); err != nil {
+		for _, l := range logs.All() {
+			t.Log(l.Message, l.ContextMap())
+		}
+		t.Fatalf("export: %v", err)
+	}
+	with := 0
+	for i := 0; i < n; i++ {
+		if i%4 != 0 {
+			with++
+		}
+	}
+	if got := count(t, base, index); got != with {
+		t.Fatalf("stored %d, want the %d with a routing value", got, with)
+	}
+	if dl := count(t, base, cfg.DeadLetter.LogsIndex) - dlBefore; dl != 2*n-with {
+		t.Fatalf("dead-lettered %d, want %d", dl, 2*n-with)
+	}
+	if r := sumMetric(t, reader, "otelcol.opensearchrouted.documents.fallback", map[string]string{"fallback": "routing_refused"}); r != int64(2*n-with) {
+		t.Fatalf("routing_refused counted %d, want %d", r, 2*n-with)
+	}
+	if errs := logs.FilterMessageSnippet("refused a document for its routing").All(); len(errs) != 1 || !strings.Contains(errs[0].Message, `index "`+index+`" requires a routing value`) {
+		t.Fatalf("routing errors: %v", errs)
 	}
 }

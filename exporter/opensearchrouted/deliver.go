@@ -26,6 +26,9 @@ type job struct {
 	items []int32
 	out   []bulk.Outcome
 	err   error // the whole-request error, if any
+	// isolated: the job holds only items suspected of a whole-request
+	// failure, all for this index (nullid.go)
+	isolated string
 }
 
 // maxPermanentLogs bounds the warnings one call logs for permanent item
@@ -263,6 +266,7 @@ func (e *osExporter) round(ctx context.Context, c *call) (authErr, tlsErr error)
 	}
 
 	c.outs = resize(c.outs, len(c.pending))
+	c.nid.prepare(c.batch.Len())
 	c.jobs = c.jobs[:0]
 	off := 0
 	addJobs := func(node *routing.Node, items []int32, maxBytes int) {
@@ -276,7 +280,17 @@ func (e *osExporter) round(ctx context.Context, c *call) (authErr, tlsErr error)
 		addJobs(c.groups[i].node, c.groups[i].items, e.maxBytes(c.groups[i].node))
 	}
 	if len(c.unrouted) > 0 {
-		addJobs(nil, c.unrouted, e.cfg.Bulk.MaxBytes)
+		rest, groups, indices := c.isolateSuspects(c.unrouted) // nullid.go
+		if len(rest) > 0 {
+			addJobs(nil, rest, e.cfg.Bulk.MaxBytes)
+		}
+		for k, g := range groups {
+			from := len(c.jobs)
+			addJobs(nil, g, e.cfg.Bulk.MaxBytes)
+			for i := from; i < len(c.jobs); i++ {
+				c.jobs[i].isolated = indices[k]
+			}
+		}
 	}
 
 	// Every job but the first on a worker; the first on this goroutine,
@@ -410,6 +424,9 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 		cls := bulk.Classify(o)
 		if cls == bulk.Permanent && refusedCredentials(o) {
 			cls = bulk.Retry
+		}
+		if cls == bulk.Retry && isNullIDFailure(o) {
+			cls, o = c.nullID(it, j.isolated, o)
 		}
 		c.class[it] = cls
 		if cls != bulk.Done {

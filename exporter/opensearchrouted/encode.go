@@ -172,6 +172,7 @@ type call struct {
 	// it for its routing (customrouting.go).
 	routingRefused    []bool
 	anyRoutingRefused bool
+	nid               nullIDState // items without id nor routing suspected of a whole-request failure
 }
 
 type group struct {
@@ -191,6 +192,7 @@ func (c *call) reset() {
 	c.deadLogged = 0
 	c.reasons = [16]int{}
 	c.anyRoutingRefused = false
+	c.nid.reset()
 }
 
 // id returns a string view of the id just appended to p.ids at start. The

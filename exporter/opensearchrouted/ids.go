@@ -38,8 +38,12 @@ const maxIDBytes = 512
 // idFits reports whether s, as the id of a bulk item, is short enough:
 // its UTF-8 length once every invalid byte is written as U+FFFD (3 bytes),
 // as bulk.Batch writes it, is at most maxIDBytes.
-func idFits(s string) bool {
-	if len(s) <= maxIDBytes/utf8.UTFMax {
+func idFits(s string) bool { return fitsBytes(s, maxIDBytes) }
+
+// fitsBytes reports whether s is at most limit bytes of UTF-8 once every
+// invalid byte is written as U+FFFD (3 bytes), as bulk.Batch writes it.
+func fitsBytes(s string, limit int) bool {
+	if len(s) <= limit/utf8.UTFMax {
 		return true
 	}
 	n := 0
@@ -50,7 +54,7 @@ func idFits(s string) bool {
 		} else {
 			n += size
 		}
-		if n > maxIDBytes {
+		if n > limit {
 			return false
 		}
 		i += size

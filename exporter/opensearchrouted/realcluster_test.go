@@ -594,6 +594,7 @@ func TestRealCluster(t *testing.T) {
 
 	t.Run("custom routing: partitioned index", func(t *testing.T) { customRoutingPartitioned(t, base, c.Addrs()) })
 	t.Run("custom routing: value too long", func(t *testing.T) { customRoutingInvalid(t, base, c.Addrs()) })
+	t.Run("custom routing: no id, routing required", func(t *testing.T) { customRoutingNoID(t, base, c.Addrs()) })
 
 	t.Run("node killed and restarted", func(t *testing.T) {
 		createIndex(t, base, "kill", 3, 1)

@@ -256,7 +256,7 @@ var redactions = []redaction{
 	// Jackson's location, "\n at [Source: (byte[])"<document>"; line: 1, column: 9]"
 	// (2.19.6 and 3.9.0 write "REDACTED" there; older versions quote the document)
 	{" at [Source: ", ""},
-	// routing is required for [<index>]/[<id>]
+	// routing is required for [<index>]/[<id>] (2.19.6 and 3.9.0 alike)
 	{"routing is required for [", "]"},
 	// Alias [a] has index routing associated with it [x], and was provided with routing value [<value>], rejecting operation
 	{"and was provided with routing value [", "], rejecting operation"},

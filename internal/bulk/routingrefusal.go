@@ -15,7 +15,7 @@ const MaxRoutingBytes = 32766
 //   - routing_missing_exception: the index requires a routing value
 //     (mappings _routing.required, which routing_partition_size > 1
 //     demands) and the item has none; 2.19.6 answers "routing is required
-//     for [<index>]/[<id>]";
+//     for [<index>]/[<id>]" (3.9.0 alike);
 //   - illegal_argument_exception for a routing value the target cannot
 //     take: an alias whose index_routing differs from it ("Alias [a] has
 //     index routing associated with it [x], and was provided with routing
