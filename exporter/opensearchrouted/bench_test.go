@@ -568,10 +568,17 @@ func benchPushParallel(b *testing.B, push func(context.Context) error) {
 // BenchmarkEncodeCall is the encoding phase of BenchmarkPushLogs alone
 // (documents, content ids, repeats, bulk items; shared between cores as a
 // push does), per record.
-func BenchmarkEncodeCall(b *testing.B) {
+func BenchmarkEncodeCall(b *testing.B) { benchEncodeCall(b, "") }
+
+// BenchmarkEncodeCallRouted is BenchmarkEncodeCall with routing_attribute
+// naming an attribute every record has (its value in each action line).
+func BenchmarkEncodeCallRouted(b *testing.B) { benchEncodeCall(b, "path") }
+
+func benchEncodeCall(b *testing.B, routingAttribute string) {
 	cfg := createDefaultConfig()
 	cfg.Endpoints = []string{"http://127.0.0.1:9"}
 	cfg.LogsIndex = "bench"
+	cfg.RoutingAttribute = routingAttribute
 	e := &osExporter{cfg: cfg, signal: signalLogs}
 	e.targets.init(cfg, signalLogs)
 	ld := makeLogs(0, benchPer)
