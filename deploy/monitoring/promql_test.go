@@ -238,7 +238,7 @@ func TestChecksCatchMistakes(t *testing.T) {
 
 // TestScaleFor: the test's rules differ from the shipped ones in for: only.
 func TestScaleFor(t *testing.T) {
-	scaled, err := ScaleFor(60)
+	scaled, err := ScaleFor(forDivisor)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestScaleFor(t *testing.T) {
 			}
 			want := ""
 			if s.For > 0 {
-				want = fmt.Sprintf("%ds", int64(math.Ceil(s.For.Seconds()/60)))
+				want = fmt.Sprintf("%ds", int64(math.Ceil(s.For.Seconds()/forDivisor)))
 			}
 			if r.For != want {
 				t.Errorf("alert %s: for %q in the test's rules, want %q (shipped %v)", s.Alert, r.For, want, s.For)
