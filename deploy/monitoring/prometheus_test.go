@@ -102,7 +102,8 @@ func equals(x float64) func(float64) bool {
 // cluster is healthy, and that the node, discovery and failure alerts fire
 // in no phase before their own:
 //
-//   - healthy: logs and spans (some spans with an all-zero span id, which
+//   - healthy: after a warm-up of small requests until documents go
+//     direct, logs and spans (some spans with an all-zero span id, which
 //     get a content id instead) at about 2,400 records/s;
 //   - throttled: every node refuses every bulk with 429
 //     (RejectNextBulks), until the retried share alert fires;
@@ -196,7 +197,24 @@ scrape_configs:
 	})
 	t.Logf("collector and Prometheus up at %v", time.Since(start).Round(time.Millisecond))
 
-	load := startLoad(t, otlpAddr)
+	// Warm up: small requests until documents go direct, so that the first
+	// documents of each data stream (unrouted: unknown_index until the
+	// refresh that finds it) are few beside the load's.
+	load := newLoader(t, otlpAddr)
+	warm := 0
+	waitUntil(t, ctx, 30*time.Second, "documents routed direct after the warm-up", func() (bool, string) {
+		now := time.Now()
+		if err := load.sendLogs(ctx, loadLogs(now, -1-warm, 10)); err != nil {
+			return false, err.Error()
+		}
+		if err := load.sendSpans(ctx, loadSpans(now, -1-warm, 10)); err != nil {
+			return false, err.Error()
+		}
+		warm++
+		s, err := prom.query(ctx, `otelcol_opensearchrouted_documents_routed{path="direct"}`)
+		return err == nil && len(s) > 0, fmt.Sprintf("%v %v", s, err)
+	})
+	load.start()
 
 	queries, err := PanelQueries()
 	if err != nil {
@@ -623,33 +641,36 @@ type loader struct {
 	logs       plogotlp.GRPCClient
 	traces     ptraceotlp.GRPCClient
 	ok, failed atomic.Int64
+	ctx        context.Context
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 }
 
-func startLoad(t *testing.T, addr string) *loader {
+func newLoader(t *testing.T, addr string) *loader {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &loader{conn: conn, logs: plogotlp.NewGRPCClient(conn), traces: ptraceotlp.NewGRPCClient(conn), cancel: cancel}
+	l := &loader{conn: conn, logs: plogotlp.NewGRPCClient(conn), traces: ptraceotlp.NewGRPCClient(conn), ctx: ctx, cancel: cancel}
+	t.Cleanup(l.stop)
+	return l
+}
+
+// start begins sending the load.
+func (l *loader) start() {
 	l.wg.Go(func() {
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		for seq := 0; ; seq++ {
 			select {
-			case <-ctx.Done():
+			case <-l.ctx.Done():
 				return
 			case <-tick.C:
 			}
 			now := time.Now()
-			cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
-			_, lerr := l.logs.Export(cctx, plogotlp.NewExportRequestFromLogs(loadLogs(now, seq, 100)))
-			_, serr := l.traces.Export(cctx, ptraceotlp.NewExportRequestFromTraces(loadSpans(now, seq, 20)))
-			ccancel()
-			for _, err := range []error{lerr, serr} {
+			for _, err := range []error{l.sendLogs(l.ctx, loadLogs(now, seq, 100)), l.sendSpans(l.ctx, loadSpans(now, seq, 20))} {
 				if err != nil {
 					l.failed.Add(1)
 				} else {
@@ -658,8 +679,6 @@ func startLoad(t *testing.T, addr string) *loader {
 			}
 		}
 	})
-	t.Cleanup(l.stop)
-	return l
 }
 
 func (l *loader) stop() {
@@ -672,6 +691,13 @@ func (l *loader) sendLogs(ctx context.Context, ld plog.Logs) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err := l.logs.Export(cctx, plogotlp.NewExportRequestFromLogs(ld))
+	return err
+}
+
+func (l *loader) sendSpans(ctx context.Context, td ptrace.Traces) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := l.traces.Export(cctx, ptraceotlp.NewExportRequestFromTraces(td))
 	return err
 }
 
