@@ -1,6 +1,7 @@
 package monitoring
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -269,5 +270,80 @@ func TestScaleFor(t *testing.T) {
 	}
 	if i != len(shipped) {
 		t.Errorf("the scaled file has %d rules, the shipped one %d", i, len(shipped))
+	}
+}
+
+// TestDashboardShape: what Grafana needs to import the dashboard and show
+// every panel: a uid and title, unique panel ids, panels inside the 24-column
+// grid without overlapping, every panel and query on the dashboard's data
+// source variable, and the variables the queries use defined.
+func TestDashboardShape(t *testing.T) {
+	var d struct {
+		UID        string `json:"uid"`
+		Title      string `json:"title"`
+		Templating struct {
+			List []struct {
+				Name, Type string
+			} `json:"list"`
+		} `json:"templating"`
+		Panels []struct {
+			ID         int    `json:"id"`
+			Type       string `json:"type"`
+			Title      string `json:"title"`
+			Datasource *struct {
+				Type string `json:"type"`
+				UID  string `json:"uid"`
+			} `json:"datasource"`
+			GridPos struct{ H, W, X, Y int } `json:"gridPos"`
+			Targets []struct {
+				Datasource *struct {
+					UID string `json:"uid"`
+				} `json:"datasource"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(DashboardJSON, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.UID == "" || d.Title == "" {
+		t.Errorf("uid %q, title %q", d.UID, d.Title)
+	}
+	vars := map[string]string{}
+	for _, v := range d.Templating.List {
+		vars[v.Name] = v.Type
+	}
+	if vars["datasource"] != "datasource" || vars["instance"] != "query" {
+		t.Errorf("variables %v: want datasource (datasource) and instance (query)", vars)
+	}
+	ids := map[int]bool{}
+	cells := map[[2]int]string{}
+	for _, p := range d.Panels {
+		if ids[p.ID] {
+			t.Errorf("panel id %d used twice", p.ID)
+		}
+		ids[p.ID] = true
+		g := p.GridPos
+		if g.W <= 0 || g.H <= 0 || g.X < 0 || g.Y < 0 || g.X+g.W > 24 {
+			t.Errorf("panel %q: gridPos %+v outside the grid", p.Title, g)
+		}
+		for x := g.X; x < g.X+g.W; x++ {
+			for y := g.Y; y < g.Y+g.H; y++ {
+				if o, ok := cells[[2]int{x, y}]; ok {
+					t.Errorf("panels %q and %q overlap at %d,%d", o, p.Title, x, y)
+				}
+				cells[[2]int{x, y}] = p.Title
+			}
+		}
+		if p.Type == "row" {
+			continue
+		}
+		if p.Datasource == nil || p.Datasource.Type != "prometheus" || p.Datasource.UID != "${datasource}" {
+			t.Errorf("panel %q: data source %+v, want prometheus ${datasource}", p.Title, p.Datasource)
+		}
+		for i, tg := range p.Targets {
+			if tg.Datasource == nil || tg.Datasource.UID != "${datasource}" {
+				t.Errorf("panel %q query %d: data source %+v", p.Title, i, tg.Datasource)
+			}
+		}
 	}
 }
