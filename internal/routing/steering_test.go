@@ -281,3 +281,42 @@ func TestShardsOnDegraded(t *testing.T) {
 		t.Fatalf("index_routing alias: %v", got)
 	}
 }
+
+// BenchmarkSteerSalt is the decision for one content id under a set that
+// avoids 2 of 6 shards: a third of the ids need a salt (two tries on
+// average), the others one shard computation.
+func BenchmarkSteerSalt(b *testing.B) {
+	l, _ := NewLayout(6, 0, 0)
+	s := &SteerSet{Layout: l, bad: []uint64{1<<1 | 1<<4}, good: 4}
+	ids := make([]string, 1024)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("Ab3dEf6hIj9lMn2pQr%04d", i)
+	}
+	b.ResetTimer()
+	steered := 0
+	for i := 0; i < b.N; i++ {
+		if s.Salt(ids[i%len(ids)]) > 0 {
+			steered++
+		}
+	}
+	b.ReportMetric(float64(steered)/float64(b.N), "steered/id")
+}
+
+// BenchmarkSteerView is the per-call cost of a view while nothing changes.
+func BenchmarkSteerView(b *testing.B) {
+	topo, nodes := steerTopo(&testing.T{})
+	st := newSteering(func() *Topology { return topo }, time.Now, time.Hour)
+	b.Run("idle", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			_ = st.View()
+		}
+	})
+	nodes[3].degraded.Store(true)
+	st.View().History("logs")
+	b.Run("degraded", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			v := st.View()
+			_ = v.Set(v.History("logs"), v.Now())
+		}
+	})
+}
