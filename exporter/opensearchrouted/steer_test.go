@@ -78,7 +78,7 @@ func shardTable(t testing.TB, base, index string) (docs map[int]int, byNode map[
 // seqCounts counts index's documents by attribute seq (at most 10,000).
 func seqCounts(t testing.TB, base, index string) (bySeq map[int64]int, steered int) {
 	bySeq, ids := storedSeqs(t, base, index)
-	for _, id := range ids {
+	for id := range ids {
 		if strings.IndexByte(id, routing.SaltSep) >= 0 {
 			steered++
 		}
@@ -86,8 +86,9 @@ func seqCounts(t testing.TB, base, index string) (bySeq map[int64]int, steered i
 	return bySeq, steered
 }
 
-// storedSeqs is index's documents by attribute seq and their ids.
-func storedSeqs(t testing.TB, base, index string) (bySeq map[int64]int, ids []string) {
+// storedSeqs is index's documents by attribute seq, and the seq of each
+// id.
+func storedSeqs(t testing.TB, base, index string) (bySeq map[int64]int, ids map[string]int64) {
 	t.Helper()
 	httpJSON(t, "POST", base+"/"+index+"/_refresh", "", nil)
 	var res struct {
@@ -103,14 +104,14 @@ func storedSeqs(t testing.TB, base, index string) (bySeq map[int64]int, ids []st
 	if st := httpJSON(t, "POST", base+"/"+index+"/_search", `{"size":10000,"query":{"match_all":{}}}`, &res); st != 200 {
 		t.Fatalf("_search: HTTP %d", st)
 	}
-	bySeq = map[int64]int{}
+	bySeq, ids = map[int64]int{}, map[string]int64{}
 	for _, h := range res.Hits.Hits {
 		seq, ok := h.Source.Attributes["seq"].(float64)
 		if !ok {
 			t.Fatalf("document %s without seq", h.ID)
 		}
 		bySeq[int64(seq)]++
-		ids = append(ids, h.ID)
+		ids[h.ID] = int64(seq)
 	}
 	return bySeq, ids
 }
@@ -385,12 +386,12 @@ func (rig *steerRig) proxy(t *testing.T, name string) *dropProxy {
 // decidedOtherwise counts the stored documents of index whose id the
 // steering set in force now would choose otherwise than the set at ts
 // did: the records a resend decided by the current set would store twice.
-func decidedOtherwise(t *testing.T, st *routing.Steering, ids []string, index string, ts time.Time) int {
+func decidedOtherwise(t *testing.T, st *routing.Steering, ids map[string]int64, index string, ts time.Time) int {
 	v := st.View()
 	h := v.History(index)
 	now, then := v.Set(h, v.Now()), v.Set(h, ts.UnixNano())
 	n := 0
-	for _, id := range ids {
+	for id := range ids {
 		if i := strings.IndexByte(id, routing.SaltSep); i >= 0 {
 			id = id[:i]
 		}
@@ -516,4 +517,194 @@ func waitRoutedRouter(t testing.TB, r *routing.Router, target string) {
 		}
 	}
 	t.Fatalf("topology never learnt %s", target)
+}
+
+// degradedExporter starts an exporter of sig (cfg's index, on sim) after
+// one record created the index, marks degraded the first node (by name)
+// with copies of two shards, and waits until the steering set is in
+// force. It returns the exporter, its metrics and the avoided shards.
+func degradedExporter(t *testing.T, sim *ossim.Cluster, cfg *Config, sig signal, index string) (*osExporter, *sdkmetric.ManualReader, []int) {
+	t.Helper()
+	e, reader := startExporter(t, cfg, sig)
+	one := func() {
+		var err error
+		if sig == signalTraces {
+			td := makeSpans(int(time.Now().UnixNano()%1_000_000_000), 1)
+			err = e.pushTraces(context.Background(), td)
+		} else {
+			err = e.pushLogs(context.Background(), steerLogs(-1, 1, time.Now()))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	one()
+	waitRouted(t, e, index)
+	_, byNode := shardCopies(t, sim.Addr(0), index)
+	var names []string
+	for name, shards := range byNode {
+		if len(shards) == 2 && shards[0] != shards[1] {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		t.Fatalf("no node with copies of two shards: %v", byNode)
+	}
+	e.router.SetDegraded(routerNode(t, e.router, names[0]), true)
+	one()
+	waitSteering(t, e.steering, index)
+	return e, reader, byNode[names[0]]
+}
+
+// storedShards is the shard of each stored document of index by id, and
+// how many ids are steered.
+func storedShards(t *testing.T, sim *ossim.Cluster, index string) (map[string]int, int) {
+	t.Helper()
+	ids, _, err := sim.StoredShardOf(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steered := 0
+	for id := range ids {
+		if strings.IndexByte(id, routing.SaltSep) >= 0 {
+			steered++
+		}
+	}
+	return ids, steered
+}
+
+// TestSteeringWhichRecordsEmulator: with one node of 6 degraded, exact
+// repeats are steered under their occurrence ids; records dated after now
+// are decided by the latest set and counted at risk, records dated before
+// the exporter started are not steered and counted; attribute ids, random
+// ids and span ids are never steered, spans with content ids are.
+func TestSteeringWhichRecordsEmulator(t *testing.T) {
+	sim := ossim.StartT(t, ossim.Options{Nodes: 6, NoHopLatency: true, DefaultShards: 6, DefaultReplicas: 1})
+	avoids := func(avoided []int, shard int) bool { return shard == avoided[0] || shard == avoided[1] }
+
+	t.Run("repeats", func(t *testing.T) {
+		const index = "steer-repeats"
+		cfg := testConfig(sim.Addrs())
+		cfg.LogsIndex = index
+		e, reader, avoided := degradedExporter(t, sim, cfg, signalLogs, index)
+		ld := steerLogs(0, 300, time.Now())
+		lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+		for k := 0; k < 2; k++ { // each record twice more, exact repeats
+			for i := 0; i < 300; i++ {
+				lrs.At(i).CopyTo(lrs.AppendEmpty())
+			}
+		}
+		if err := e.pushLogs(context.Background(), ld); err != nil {
+			t.Fatal(err)
+		}
+		ids, steered := storedShards(t, sim, index)
+		_, seqs := storedSeqs(t, sim.Addr(0), index)
+		repeatsSteered := 0
+		for id, sh := range ids {
+			if avoids(avoided, sh) && seqs[id] >= 0 { // the two set-up records were not steered
+				t.Fatalf("%s stored in avoided shard %d", id, sh)
+			}
+			if strings.Contains(id, "-") && strings.IndexByte(id, routing.SaltSep) > strings.LastIndexByte(id, '-') {
+				repeatsSteered++
+			}
+		}
+		if len(ids) != 902 || repeatsSteered == 0 {
+			t.Fatalf("%d stored (want 902), %d repeats steered", len(ids), repeatsSteered)
+		}
+		if got := sumMetric(t, reader, "otelcol.opensearchrouted.documents.steered", nil); got != int64(steered) {
+			t.Fatalf("documents.steered %d, %d steered ids stored", got, steered)
+		}
+	})
+
+	t.Run("dated after now or before the start", func(t *testing.T) {
+		const index = "steer-dates"
+		cfg := testConfig(sim.Addrs())
+		cfg.LogsIndex = index
+		e, reader, avoided := degradedExporter(t, sim, cfg, signalLogs, index)
+		if err := e.pushLogs(context.Background(), steerLogs(0, 300, time.Now().Add(time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.pushLogs(context.Background(), steerLogs(1000, 300, time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))); err != nil {
+			t.Fatal(err)
+		}
+		bySeq, ids := storedSeqs(t, sim.Addr(0), index)
+		checkOnceIn(t, bySeq, 0, 300)
+		checkOnceIn(t, bySeq, 1000, 300)
+		shards, steered := storedShards(t, sim, index)
+		onAvoided := 0
+		for id, seq := range ids {
+			if seq >= 0 && avoids(avoided, shards[id]) {
+				onAvoided++
+			}
+		}
+		// The future-dated records are steered (the latest set); the old
+		// ones are not: about a third of them land in avoided shards.
+		if steered < 50 || onAvoided < 50 || onAvoided > 200 {
+			t.Fatalf("%d steered, %d in avoided shards", steered, onAvoided)
+		}
+		if got := sumMetric(t, reader, "otelcol.opensearchrouted.steering.at_risk", map[string]string{"risk": "future_dated"}); got != 300 {
+			t.Fatalf("future_dated %d, want 300", got)
+		}
+		if got := sumMetric(t, reader, "otelcol.opensearchrouted.steering.at_risk", map[string]string{"risk": "before_start"}); got != 300 {
+			t.Fatalf("before_start %d, want 300", got)
+		}
+	})
+
+	t.Run("attribute and random ids", func(t *testing.T) {
+		for _, mode := range []string{DocumentIDAttribute, DocumentIDRandom} {
+			index := "steer-" + mode
+			cfg := testConfig(sim.Addrs())
+			cfg.LogsIndex = index
+			cfg.DocumentID, cfg.DocumentIDAttribute = mode, "event.id"
+			e, reader, _ := degradedExporter(t, sim, cfg, signalLogs, index)
+			ld := steerLogs(0, 300, time.Now())
+			lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+			for i := 0; i < lrs.Len(); i++ {
+				lrs.At(i).Attributes().PutStr("event.id", "ev-"+strconv.Itoa(i))
+			}
+			if err := e.pushLogs(context.Background(), ld); err != nil {
+				t.Fatal(err)
+			}
+			if _, steered := storedShards(t, sim, index); steered != 0 {
+				t.Fatalf("%s: %d ids steered", mode, steered)
+			}
+			if got := sumMetric(t, reader, "otelcol.opensearchrouted.documents.steered", nil); got != 0 {
+				t.Fatalf("%s: documents.steered %d", mode, got)
+			}
+		}
+	})
+
+	t.Run("spans", func(t *testing.T) {
+		const index = "steer-spans"
+		cfg := testConfig(sim.Addrs())
+		cfg.TracesIndex = index
+		e, reader, _ := degradedExporter(t, sim, cfg, signalTraces, index)
+		td := makeSpans(0, 600)
+		now := pcommon.NewTimestampFromTime(time.Now())
+		for r := 0; r < td.ResourceSpans().Len(); r++ {
+			spans := td.ResourceSpans().At(r).ScopeSpans().At(0).Spans()
+			for i := 0; i < spans.Len(); i++ {
+				spans.At(i).SetStartTimestamp(now)
+				if i%2 == 0 {
+					spans.At(i).SetTraceID(pcommon.TraceID{}) // not an id: a content id instead
+				}
+			}
+		}
+		if err := e.pushTraces(context.Background(), td); err != nil {
+			t.Fatal(err)
+		}
+		ids, steered := storedShards(t, sim, index)
+		for id := range ids {
+			if strings.IndexByte(id, routing.SaltSep) >= 0 && len(id) > 40 {
+				t.Fatalf("a span id steered: %s", id)
+			}
+		}
+		if steered < 50 || steered > 200 {
+			t.Fatalf("%d of 300 spans with content ids steered", steered)
+		}
+		if got := sumMetric(t, reader, "otelcol.opensearchrouted.documents.steered", nil); got != int64(steered) {
+			t.Fatalf("documents.steered %d, %d steered ids", got, steered)
+		}
+	})
 }
