@@ -190,8 +190,8 @@ const (
 	// DefaultSteerHorizon is how long a set is kept after it stopped
 	// being in force.
 	DefaultSteerHorizon = 24 * time.Hour
-	maxSteerTargets     = 4096
-	maxSteerSets        = 1024
+	maxSteerTargets     = 1024
+	maxSteerSets        = 256
 )
 
 // Steering is the steering history of one router's targets. Safe for
@@ -285,7 +285,7 @@ func (v *SteerView) Risk(ts int64) Risk {
 // later attempt of its records decide alike.
 func (v *SteerView) History(target string) *SteerHistory {
 	h, ok := v.s.targets[target]
-	if !ok && len(v.s.degraded) > 0 {
+	if !ok && len(v.s.degraded) > 0 && len(v.s.targets) < maxSteerTargets {
 		v.st.track(target)
 	}
 	return h
