@@ -25,6 +25,19 @@ func BenchmarkPushLogsSteering(b *testing.B) {
 	})
 }
 
+// BenchmarkPushLogsSteeringEach is BenchmarkPushLogsSteering's push path
+// for one of its exporters at a time (off, idle, degraded), all three
+// started alike: for counting instructions (valgrind), which the machine's
+// load does not change.
+func BenchmarkPushLogsSteeringEach(b *testing.B) {
+	for k, name := range []string{"off", "idle", "degraded"} {
+		b.Run(name, func(b *testing.B) {
+			exps, ld := steeringTrio(b)
+			benchPush(b, func(ctx context.Context) error { return exps[k].pushLogs(ctx, ld) })
+		})
+	}
+}
+
 // BenchmarkEncodeSteering is the encoding phase alone (documents, ids,
 // steering, locating) of the three exporters of BenchmarkPushLogsSteering,
 // taking turns the same way.
