@@ -29,9 +29,12 @@ type SteeringConfig struct {
 type partSteer struct {
 	v *routing.SteerView // nil: steering is off
 
-	// The last target looked up and its history.
-	target string
-	hist   *routing.SteerHistory
+	// The last target looked up, its history, and the last set found
+	// with the timestamps [from, to] it decides.
+	target   string
+	hist     *routing.SteerHistory
+	last     *routing.SteerSet
+	from, to int64
 
 	// tsOf is a record's timestamp (unix ns; ≤ 0: none), set on the call's
 	// own part: the repeats numbered after encoding are decided again.
@@ -104,11 +107,15 @@ func (e *osExporter) endSteer(c *call) {
 func (ps *partSteer) set(target string, ts int64) *routing.SteerSet {
 	if target != ps.target || ps.target == "" {
 		ps.target, ps.hist = target, ps.v.History(target)
+		ps.from, ps.to = 1, 0 // empty
 	}
 	if ps.hist == nil {
 		return nil
 	}
-	return ps.v.Set(ps.hist, ts)
+	if ts < ps.from || ts > ps.to {
+		ps.last, ps.from, ps.to = ps.v.Span(ps.hist, ts)
+	}
+	return ps.last
 }
 
 // steerNew decides the id of item it, just committed with its content id

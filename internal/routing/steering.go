@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"math"
 	"math/bits"
 	"sort"
 	"strconv"
@@ -81,9 +82,41 @@ func (s *SteerSet) Steers() bool {
 // else the smallest k in [1, MaxSalt] such that id~k lands in a shard s
 // does not avoid (0 when none does).
 func (s *SteerSet) Salt(id string) int {
-	if !s.Steers() {
+	if !s.Steers() || s.Layout.PartitionSize != 1 {
 		return 0
 	}
+	var m saltHasher
+	m.writeString(id)
+	if m.or >= utf8RuneSelf {
+		return s.saltSlow(id)
+	}
+	if !s.Bad(s.shardOf(m.sum())) {
+		return 0
+	}
+	for k := 1; k <= MaxSalt; k++ {
+		x := m // the id's state: only the salt is hashed
+		x.writeByte(SaltSep)
+		if k >= 10 {
+			x.writeByte(byte('0' + k/10))
+		}
+		x.writeByte(byte('0' + k%10))
+		if !s.Bad(s.shardOf(x.sum())) {
+			return k
+		}
+	}
+	return 0
+}
+
+// shardOf is the shard of a document whose routing hash is h (no
+// partitioning).
+func (s *SteerSet) shardOf(h int32) int {
+	return floorMod(h, s.Layout.RoutingShards) / (s.Layout.RoutingShards / s.Layout.Shards)
+}
+
+const utf8RuneSelf = 0x80
+
+// saltSlow is Salt for an id that is not ASCII (no content id is).
+func (s *SteerSet) saltSlow(id string) int {
 	if sh, err := s.Layout.Shard(id, ""); err != nil || !s.Bad(sh) {
 		return 0
 	}
@@ -98,6 +131,57 @@ func (s *SteerSet) Salt(id string) int {
 		}
 	}
 	return 0
+}
+
+// saltHasher is Hash of an ASCII string fed in pieces (murmur3 x86_32,
+// seed 0, over its UTF-16LE units), so that the salted ids "<id>~k"
+// continue from the id's state instead of hashing it again. or collects
+// the bytes: a byte ≥ 0x80 makes the sum meaningless.
+type saltHasher struct {
+	h, pend uint32 // the state; a character waiting for its pair
+	odd     bool   // pend holds one
+	n       int    // characters
+	or      uint32
+}
+
+func (m *saltHasher) writeString(s string) {
+	for i := 0; i < len(s); i++ {
+		m.writeByte(s[i])
+	}
+}
+
+func (m *saltHasher) writeByte(c byte) {
+	x := uint32(c)
+	m.or |= x
+	m.n++
+	if !m.odd {
+		m.pend, m.odd = x, true
+		return
+	}
+	m.odd = false
+	m.h ^= murmurK(m.pend | x<<16)
+	m.h = bits.RotateLeft32(m.h, 13)
+	m.h = m.h*5 + 0xe6546b64
+}
+
+func (m saltHasher) sum() int32 {
+	h := m.h
+	if m.odd {
+		h ^= murmurK(m.pend)
+	}
+	h ^= uint32(2 * m.n)
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return int32(h)
+}
+
+func murmurK(k uint32) uint32 {
+	k *= 0xcc9e2d51
+	k = bits.RotateLeft32(k, 15)
+	return k * 0x1b873593
 }
 
 func (s *SteerSet) same(o *SteerSet) bool {
@@ -299,6 +383,26 @@ func (v *SteerView) Set(h *SteerHistory, ts int64) *SteerSet {
 		return h.last()
 	}
 	return h.at(ts)
+}
+
+// Span is Set, and the timestamps [from, to] whose records this view
+// decides by the same set.
+func (v *SteerView) Span(h *SteerHistory, ts int64) (s *SteerSet, from, to int64) {
+	if ts > v.now {
+		return h.last(), v.now + 1, math.MaxInt64
+	}
+	var i int
+	if h != nil {
+		i = sort.Search(len(h.sets), func(i int) bool { return h.sets[i].From > ts })
+	}
+	from, to = math.MinInt64, v.now
+	if i > 0 {
+		s, from = h.sets[i-1], h.sets[i-1].From
+	}
+	if h != nil && i < len(h.sets) {
+		to = min(to, h.sets[i].From-1)
+	}
+	return s, from, to
 }
 
 // Now is the view's now (unix ns).

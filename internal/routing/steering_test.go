@@ -320,3 +320,43 @@ func BenchmarkSteerView(b *testing.B) {
 		}
 	})
 }
+
+// TestSaltHasherMatchesHash: the piecewise hash of an ASCII string is
+// Hash's, whatever the pieces, and a view's Span agrees with Set.
+func TestSaltHasherMatchesHash(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 5000; i++ {
+		b := make([]byte, rng.IntN(40))
+		for j := range b {
+			b[j] = byte(32 + rng.IntN(95))
+		}
+		s := string(b)
+		var m saltHasher
+		cut := 0
+		if len(s) > 0 {
+			cut = rng.IntN(len(s) + 1)
+		}
+		m.writeString(s[:cut])
+		x := m
+		x.writeString(s[cut:])
+		if got, want := x.sum(), Hash(s); got != want {
+			t.Fatalf("%q cut at %d: %d, want %d", s, cut, got, want)
+		}
+	}
+	st, clk, _, nodes := newTestSteering(t)
+	nodes[1].degraded.Store(true)
+	st.View().History("logs")
+	for i := 0; i < 4; i++ {
+		clk.add(time.Second)
+		nodes[i].degraded.Store(!nodes[i].degraded.Load())
+		st.View().History("logs")
+	}
+	v := st.View()
+	h := v.History("logs")
+	for ts := st.start - int64(time.Second); ts < v.Now()+int64(2*time.Second); ts += int64(time.Second) / 7 {
+		s, from, to := v.Span(h, ts)
+		if s != v.Set(h, ts) || ts < from || ts > to || v.Set(h, from) != s || v.Set(h, to) != s {
+			t.Fatalf("Span(%d) = %v [%d, %d], Set %v", ts, s, from, to, v.Set(h, ts))
+		}
+	}
+}
