@@ -145,7 +145,21 @@ type saltHasher struct {
 }
 
 func (m *saltHasher) writeString(s string) {
-	for i := 0; i < len(s); i++ {
+	i := 0
+	if m.odd && len(s) > 0 {
+		m.writeByte(s[0])
+		i = 1
+	}
+	h, or, start := m.h, m.or, i
+	for ; i+1 < len(s); i += 2 { // two characters, one block
+		a, b := uint32(s[i]), uint32(s[i+1])
+		or |= a | b
+		h ^= murmurK(a | b<<16)
+		h = bits.RotateLeft32(h, 13)
+		h = h*5 + 0xe6546b64
+	}
+	m.h, m.or, m.n = h, or, m.n+i-start
+	if i < len(s) {
 		m.writeByte(s[i])
 	}
 }
