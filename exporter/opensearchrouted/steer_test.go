@@ -578,7 +578,8 @@ func storedShards(t *testing.T, sim *ossim.Cluster, index string) (map[string]in
 // repeats are steered under their occurrence ids; records dated after now
 // are decided by the latest set and counted at risk, records dated before
 // the exporter started are not steered and counted; attribute ids, random
-// ids and span ids are never steered, spans with content ids are.
+// ids and span ids are never steered, spans with content ids are; with
+// routing.steering.enabled false nothing is.
 func TestSteeringWhichRecordsEmulator(t *testing.T) {
 	sim := ossim.StartT(t, ossim.Options{Nodes: 6, NoHopLatency: true, DefaultShards: 6, DefaultReplicas: 1})
 	avoids := func(avoided []int, shard int) bool { return shard == avoided[0] || shard == avoided[1] }
@@ -672,6 +673,30 @@ func TestSteeringWhichRecordsEmulator(t *testing.T) {
 			if got := sumMetric(t, reader, "otelcol.opensearchrouted.documents.steered", nil); got != 0 {
 				t.Fatalf("%s: documents.steered %d", mode, got)
 			}
+		}
+	})
+
+	t.Run("steering off", func(t *testing.T) {
+		const index = "steer-off"
+		cfg := testConfig(sim.Addrs())
+		cfg.LogsIndex = index
+		cfg.Routing.Steering.Enabled = false
+		e, reader := startExporter(t, cfg, signalLogs)
+		if err := e.pushLogs(context.Background(), steerLogs(-1, 1, time.Now())); err != nil {
+			t.Fatal(err)
+		}
+		waitRouted(t, e, index)
+		e.router.SetDegraded(e.router.Topology().Nodes[0], true)
+		for k := 0; k < 2; k++ {
+			if err := e.pushLogs(context.Background(), steerLogs(k*300, 300, time.Now())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, steered := storedShards(t, sim, index); steered != 0 || e.steering != nil {
+			t.Fatalf("steering off: %d ids steered", steered)
+		}
+		if got := sumMetric(t, reader, "otelcol.opensearchrouted.documents.steered", nil); got != 0 {
+			t.Fatalf("steering off: documents.steered %d", got)
 		}
 	})
 
