@@ -155,6 +155,28 @@ func waitSteering(t testing.TB, st *routing.Steering, target string) {
 	t.Fatalf("steering never tracked %s", target)
 }
 
+// checkAvoided fails unless the n documents written between the
+// per-shard counts before and after went to the shards other than those
+// avoided (the two with a copy on degraded node slow), each getting some.
+func checkAvoided(t testing.TB, before, after map[int]int, avoided []int, slow string, n int) {
+	t.Helper()
+	total := 0
+	for s := range after {
+		d := after[s] - before[s]
+		total += d
+		bad := s == avoided[0] || s == avoided[1]
+		if bad && d != 0 {
+			t.Fatalf("shard %d has a copy on degraded %s and got %d documents", s, slow, d)
+		}
+		if !bad && d == 0 {
+			t.Fatalf("free shard %d got no document", s)
+		}
+	}
+	if total != n {
+		t.Fatalf("%d documents written, want %d", total, n)
+	}
+}
+
 // ints formats a set of shards.
 func ints(s []int) string {
 	s = append([]int(nil), s...)
@@ -222,21 +244,7 @@ func TestSteeringAvoidsDegradedShardsEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	after, _ = shardCopies(t, base, index)
-	total := 0
-	for s := 0; s < 6; s++ {
-		d := after[s] - before[s]
-		total += d
-		bad := s == avoided[0] || s == avoided[1]
-		if bad && d != 0 {
-			t.Fatalf("shard %d has a copy on degraded %s and got %d documents", s, slow, d)
-		}
-		if !bad && d == 0 {
-			t.Fatalf("free shard %d got no document", s)
-		}
-	}
-	if total != n {
-		t.Fatalf("%d documents written, want %d", total, n)
-	}
+	checkAvoided(t, before, after, avoided, slow, n)
 	if st := sim.NodeStats(slowIdx); st.ItemsPrimary+st.ItemsReplica != 0 {
 		t.Fatalf("degraded %s wrote %d primary and %d replica items", slow, st.ItemsPrimary, st.ItemsReplica)
 	}
