@@ -500,20 +500,22 @@ func (st *Steering) track(target string) {
 // extend returns h with set appended when it differs from h's latest,
 // without the sets no longer needed: those that stopped being in force
 // more than the horizon ago, the oldest beyond maxSteerSets. Forgetting a
-// non-empty set raises lost. Under mu.
+// non-empty set raises lost. Every update calls it, so a history that
+// avoids nothing any more is dropped a horizon after its last change.
+// Under mu.
 func (st *Steering) extend(h *SteerHistory, set *SteerSet, at int64) *SteerHistory {
-	if set.same(h.last()) {
+	add := !set.same(h.last()) && (len(h.sets) > 0 || !set.Empty())
+	cutoff := at - int64(st.horizon)
+	if !add && (len(h.sets) < 2 || h.sets[1].From >= cutoff) {
 		return h
-	}
-	if len(h.sets) == 0 && set.Empty() {
-		return h
-	}
-	if set == nil {
-		set = &SteerSet{From: at}
 	}
 	sets := append(make([]*SteerSet, 0, len(h.sets)+1), h.sets...)
-	sets = append(sets, set)
-	cutoff := at - int64(st.horizon)
+	if add {
+		if set == nil {
+			set = &SteerSet{From: at}
+		}
+		sets = append(sets, set)
+	}
 	for len(sets) > 1 && (sets[1].From < cutoff || len(sets) > maxSteerSets) {
 		if !sets[0].Empty() {
 			st.lost = max(st.lost, sets[1].From)

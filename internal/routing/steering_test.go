@@ -40,10 +40,14 @@ func steerTopo(t *testing.T) (*Topology, []*Node) {
 	return topo, nodes
 }
 
-func newTestSteering(t *testing.T) (*Steering, *fakeClock, *Topology, []*Node) {
-	topo, nodes := steerTopo(t)
+// newTestSteering is a history over steerTopo's topology, with a fake
+// clock and a horizon of 1h. *topo may be replaced: the router's current
+// topology is wherever it points.
+func newTestSteering(t *testing.T) (*Steering, *fakeClock, **Topology, []*Node) {
+	first, nodes := steerTopo(t)
+	topo := &first
 	clk := &fakeClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-	st := newSteering(func() *Topology { return topo }, clk.now, time.Hour)
+	st := newSteering(func() *Topology { return *topo }, clk.now, time.Hour)
 	return st, clk, topo, nodes
 }
 
@@ -100,7 +104,7 @@ func TestSteerSetSalt(t *testing.T) {
 // at its timestamp, whatever changed since; a target is tracked from the
 // first view after a node is degraded on.
 func TestSteeringHistory(t *testing.T) {
-	st, clk, _, nodes := newTestSteering(t)
+	st, clk, topo, nodes := newTestSteering(t)
 	v := st.View()
 	if !v.Idle() {
 		t.Fatal("not idle with nothing degraded")
@@ -178,6 +182,20 @@ func TestSteeringHistory(t *testing.T) {
 	}
 	if v4.Risk(v4.Now()) != RiskNone {
 		t.Fatal("a current record at risk")
+	}
+
+	// Recovered, then a horizon without change: the next topology refresh
+	// drops the history and calls are idle again.
+	clk.add(time.Second)
+	nodes[0].degraded.Store(false)
+	if st.View().Idle() {
+		t.Fatal("idle right after recovery")
+	}
+	clk.add(2 * time.Hour)
+	old := *topo
+	*topo = &Topology{Nodes: old.Nodes, Indices: old.Indices, targets: old.targets} // a refresh: a new snapshot
+	if !st.View().Idle() {
+		t.Fatal("still steering a horizon after the last change")
 	}
 }
 
