@@ -101,28 +101,27 @@ func spanMix() ptrace.Traces {
 
 func spanCount(td ptrace.Traces) int { return td.SpanCount() }
 
-// encodeSS4O and encodeOtelV1 encode every span of td with the layout's Encoder.
-func encodeSS4O(e *ss4o.Encoder, buf []byte, td ptrace.Traces) []byte {
+// forEachScope calls reset for every scope of td, then span for its spans.
+func forEachScope(td ptrace.Traces, reset func(ptrace.ResourceSpans, ptrace.ScopeSpans), span func(ptrace.Span)) {
 	for _, rs := range td.ResourceSpans().All() {
 		for _, ss := range rs.ScopeSpans().All() {
-			e.ResetTraces(rs, ss)
+			reset(rs, ss)
 			for _, sp := range ss.Spans().All() {
-				buf = e.AppendSpan(buf, sp)
+				span(sp)
 			}
 		}
 	}
+}
+
+// encodeSS4O and encodeOtelV1 encode every span of td with the layout's
+// Encoder.
+func encodeSS4O(e *ss4o.Encoder, buf []byte, td ptrace.Traces) []byte {
+	forEachScope(td, e.ResetTraces, func(sp ptrace.Span) { buf = e.AppendSpan(buf, sp) })
 	return buf
 }
 
 func encodeOtelV1(e *Encoder, buf []byte, td ptrace.Traces, g *TraceGroup) []byte {
-	for _, rs := range td.ResourceSpans().All() {
-		for _, ss := range rs.ScopeSpans().All() {
-			e.ResetTraces(rs, ss)
-			for _, sp := range ss.Spans().All() {
-				buf = e.AppendSpan(buf, sp, g)
-			}
-		}
-	}
+	forEachScope(td, e.ResetTraces, func(sp ptrace.Span) { buf = e.AppendSpan(buf, sp, g) })
 	return buf
 }
 

@@ -412,7 +412,7 @@ func typedPairs(name string, v pcommon.Value, m pcommon.Map) error {
 	return nil
 }
 
-// typed reads a value written by appendTyped into dst.
+// typed reads a typed value written by appendValue into dst.
 func typed(name string, v, dst pcommon.Value) error {
 	switch v.Type() {
 	case pcommon.ValueTypeSlice:

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/opensearchrouted/opensearchrouted/internal/jsonstr"
+	"github.com/opensearchrouted/opensearchrouted/internal/ss4o"
 )
 
 // TraceGroup is what a span document carries about its trace's root span
@@ -457,66 +458,22 @@ func (e *Encoder) flatValue(dst []byte, v pcommon.Value) ([]byte, bool) {
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
 		return jsonstr.Append(dst, v.Str()), true
-	case pcommon.ValueTypeInt:
-		return appendInt(dst, v.Int()), true
-	case pcommon.ValueTypeBool:
-		if v.Bool() {
-			return append(dst, "true"...), true
-		}
-		return append(dst, "false"...), true
+	case pcommon.ValueTypeInt, pcommon.ValueTypeBool:
+		return appendValue(dst, v, false), true
 	case pcommon.ValueTypeDouble:
 		f := v.Double()
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return appendNonFinite(dst, f), false
-		}
-		return appendDouble(dst, f), true
+		return appendValue(dst, v, false), !math.IsNaN(f) && !math.IsInf(f, 0)
 	case pcommon.ValueTypeBytes:
-		return appendBase64(dst, v.Bytes()), false
+		return appendValue(dst, v, false), false
 	case pcommon.ValueTypeSlice, pcommon.ValueTypeMap:
-		e.scratch = appendPlain(e.scratch[:0], v)
+		e.scratch = appendValue(e.scratch[:0], v, false)
 		return jsonstr.Append(dst, string(e.scratch)), false
 	}
 	return append(dst, `""`...), false
 }
 
-// appendPlain writes v as plain JSON (the text a slice or map attribute
-// gets): maps as objects with their keys as they are, slices as arrays,
-// bytes as base64 strings, non-finite doubles as strings, empty as null.
-func appendPlain(dst []byte, v pcommon.Value) []byte {
-	switch v.Type() {
-	case pcommon.ValueTypeMap:
-		dst = append(dst, '{')
-		first := true
-		for k, x := range v.Map().All() {
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = jsonstr.Append(dst, k)
-			dst = append(dst, ':')
-			dst = appendPlain(dst, x)
-		}
-		return append(dst, '}')
-	case pcommon.ValueTypeSlice:
-		s := v.Slice()
-		dst = append(dst, '[')
-		for i := range s.Len() {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendPlain(dst, s.At(i))
-		}
-		return append(dst, ']')
-	case pcommon.ValueTypeEmpty:
-		return append(dst, "null"...)
-	}
-	var e Encoder
-	out, _ := e.flatValue(dst, v)
-	return out
-}
-
 // appendExactMap writes key and m as a list of [key, value] pairs with
-// typed values (appendTyped), the form roundTrip keeps attributes in. Of
+// typed values (appendValue), the form roundTrip keeps attributes in. Of
 // keys that read the same once written only the first is kept.
 func (e *Encoder) appendExactMap(dst []byte, key string, m pcommon.Map) []byte {
 	dst = append(dst, key...)
@@ -546,23 +503,26 @@ func appendTypedPairs(dst []byte, m pcommon.Map) []byte {
 			seen[string(dst[ks:])] = struct{}{}
 		}
 		dst = append(dst, ',')
-		dst = appendTyped(dst, v)
+		dst = appendValue(dst, v, true)
 		dst = append(dst, ']')
 	}
 	return append(dst, ']')
 }
 
-// appendTyped writes v so that its type reads back: a string, bool or int
-// as itself, a finite double with a '.' or an exponent, empty as null, a
-// slice as an array of typed values, and the rest as one-member objects:
-// {"d":"NaN"|"Infinity"|"-Infinity"}, {"y":base64 of bytes} and
-// {"m":[[key, typed value], …]} for a map.
-func appendTyped(dst []byte, v pcommon.Value) []byte {
+// appendValue writes v as JSON. Typed, so that its type reads back: a
+// string, bool or int as itself, a finite double with a '.' or an
+// exponent, empty as null, a slice as an array of typed values, and the
+// rest as one-member objects: {"d":"NaN"|"Infinity"|"-Infinity"}, {"y":
+// base64 of bytes} and {"m":[[key, typed value], …]} for a map. Plain
+// (the JSON text a slice or map attribute gets): maps as objects with
+// their keys as they are, bytes as base64 strings, non-finite doubles as
+// strings.
+func appendValue(dst []byte, v pcommon.Value, typed bool) []byte {
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
 		return jsonstr.Append(dst, v.Str())
 	case pcommon.ValueTypeInt:
-		return strconv.AppendInt(dst, v.Int(), 10)
+		return appendInt(dst, v.Int())
 	case pcommon.ValueTypeBool:
 		if v.Bool() {
 			return append(dst, "true"...)
@@ -570,12 +530,15 @@ func appendTyped(dst []byte, v pcommon.Value) []byte {
 		return append(dst, "false"...)
 	case pcommon.ValueTypeDouble:
 		f := v.Double()
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			dst = append(dst, `{"d":`...)
-			return append(appendNonFinite(dst, f), '}')
+		if !typed || !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return ss4o.AppendDouble(dst, f)
 		}
-		return appendDouble(dst, f)
+		dst = append(dst, `{"d":`...)
+		return append(ss4o.AppendDouble(dst, f), '}')
 	case pcommon.ValueTypeBytes:
+		if !typed {
+			return appendBase64(dst, v.Bytes())
+		}
 		dst = append(dst, `{"y":`...)
 		return append(appendBase64(dst, v.Bytes()), '}')
 	case pcommon.ValueTypeSlice:
@@ -585,38 +548,27 @@ func appendTyped(dst []byte, v pcommon.Value) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendTyped(dst, s.At(i))
+			dst = appendValue(dst, s.At(i), typed)
 		}
 		return append(dst, ']')
 	case pcommon.ValueTypeMap:
-		dst = append(dst, `{"m":`...)
-		return append(appendTypedPairs(dst, v.Map()), '}')
+		if typed {
+			dst = append(dst, `{"m":`...)
+			return append(appendTypedPairs(dst, v.Map()), '}')
+		}
+		dst = append(dst, '{')
+		n := len(dst)
+		for k, x := range v.Map().All() {
+			if len(dst) > n {
+				dst = append(dst, ',')
+			}
+			dst = jsonstr.Append(dst, k)
+			dst = append(dst, ':')
+			dst = appendValue(dst, x, false)
+		}
+		return append(dst, '}')
 	}
 	return append(dst, "null"...)
-}
-
-func appendNonFinite(dst []byte, f float64) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(dst, `"NaN"`...)
-	case f > 0:
-		return append(dst, `"Infinity"`...)
-	}
-	return append(dst, `"-Infinity"`...)
-}
-
-// appendDouble writes a finite f in the shortest form that reads back as
-// the same float64, with ".0" added when that form has neither '.' nor an
-// exponent ("-0.0" for negative zero).
-func appendDouble(dst []byte, f float64) []byte {
-	n := len(dst)
-	dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
-	for _, c := range dst[n:] {
-		if c == '.' || c == 'e' {
-			return dst
-		}
-	}
-	return append(dst, ".0"...)
 }
 
 func appendBase64(dst []byte, b pcommon.ByteSlice) []byte {
