@@ -54,6 +54,10 @@ type Encoder struct {
 	keys        keySet
 	keyCache    [keyCacheSize]flatKey
 
+	lastTrace    pcommon.TraceID // the last non-empty trace id written
+	lastTraceHex [32]byte
+	lastTraceOK  bool
+
 	// The trace group of the last span, and its members as written.
 	group     TraceGroup
 	groupJSON []byte
@@ -126,9 +130,14 @@ func KindName(k ptrace.SpanKind) string {
 func (e *Encoder) AppendSpan(dst []byte, span ptrace.Span, g *TraceGroup) []byte {
 	e.exact = e.exact[:0]
 	dst = append(dst, `{"traceId":"`...)
-	tid := span.TraceID()
-	if !tid.IsEmpty() {
+	// Spans of one trace mostly come together: the last trace id's hex
+	// is kept.
+	if tid := span.TraceID(); tid == e.lastTrace && e.lastTraceOK {
+		dst = append(dst, e.lastTraceHex[:]...)
+	} else if !tid.IsEmpty() {
 		dst = appendHex(dst, tid[:])
+		copy(e.lastTraceHex[:], dst[len(dst)-32:])
+		e.lastTrace, e.lastTraceOK = tid, true
 	}
 	dst = append(dst, `","spanId":"`...)
 	if id := span.SpanID(); !id.IsEmpty() {
@@ -189,7 +198,7 @@ func (e *Encoder) AppendSpan(dst []byte, span ptrace.Span, g *TraceGroup) []byte
 		dst = append(dst, e.groupJSON...)
 	}
 	var exact bool
-	dst, exact = e.appendFlat(dst, `,"span.attributes.`, span.Attributes())
+	dst, exact = e.appendFlat(dst, spanLead, span.Attributes())
 	if !exact {
 		e.exact = e.appendExactMap(e.exact, `,"span":`, span.Attributes())
 	}
@@ -336,23 +345,30 @@ func (e *Encoder) appendObject(dst []byte, m pcommon.Map) ([]byte, bool) {
 	return append(dst, '}'), exact
 }
 
-// appendKey writes the flat form of key (every '.' replaced by '@',
-// escaped as a JSON string) with its closing quote and the colon after it,
-// and reports whether key
-// held an '@'. Keys repeat from span to span: their flat forms are kept in
-// a small direct-mapped cache, so most keys cost one comparison and one
-// copy.
-func (e *Encoder) appendKey(dst []byte, key string) ([]byte, bool) {
-	slot := &e.keyCache[keySlot(key)]
-	if slot.key == key && slot.flat != "" {
-		return append(dst, slot.flat...), slot.hadAt
+// spanLead starts every span attribute member.
+const spanLead = `,"span.attributes.`
+
+// appendKey writes lead and the flat form of key (every '.' replaced by
+// '@', escaped as a JSON string) with its closing quote and the colon
+// after it, and reports whether key held an '@'. Span attribute keys
+// repeat from span to span: their members' names are kept in a small
+// direct-mapped cache, so most cost one comparison and one copy.
+func (e *Encoder) appendKey(dst []byte, lead, key string) ([]byte, bool) {
+	var slot *flatKey
+	if lead == spanLead {
+		slot = &e.keyCache[keySlot(key)]
+		if slot.key == key && slot.flat != "" {
+			return append(dst, slot.flat...), slot.hadAt
+		}
 	}
 	n := len(dst)
+	dst = append(dst, lead...)
+	q := len(dst)
 	dst = jsonstr.Append(dst, key) // "key"
-	dst = append(dst[:n], dst[n+1:]...)
-	hadAt := flattenKey(dst[n : len(dst)-1])
+	dst = append(dst[:q], dst[q+1:]...)
+	hadAt := flattenKey(dst[q : len(dst)-1])
 	dst = append(dst, ':')
-	if len(key) <= maxCachedKey && slot.flat == "" {
+	if slot != nil && len(key) <= maxCachedKey && slot.flat == "" {
 		// A slot keeps the first key it got: keys that share one never
 		// evict each other (and allocate) span after span.
 		*slot = flatKey{key: strings.Clone(key), flat: string(dst[n:]), hadAt: hadAt}
@@ -378,8 +394,8 @@ const (
 	maxCachedKey = 128
 )
 
-// flatKey is a cached key and its flat form with its closing quote and
-// the colon.
+// flatKey is a cached key and its member's name as written: spanLead,
+// the flat key, its closing quote and the colon.
 type flatKey struct {
 	key, flat string
 	hadAt     bool
@@ -430,10 +446,9 @@ func (e *Encoder) appendFlat(dst []byte, lead string, m pcommon.Map) ([]byte, bo
 			continue
 		}
 		mark := len(dst)
-		dst = append(dst, lead...)
-		keyStart := len(dst)
+		keyStart := mark + len(lead)
 		var hadAt bool
-		dst, hadAt = e.appendKey(dst, k)
+		dst, hadAt = e.appendKey(dst, lead, k)
 		if hadAt {
 			exact = false
 		}
