@@ -53,6 +53,9 @@ type osExporter struct {
 	authLog rateLimited
 	// routingLog rate-limits the errors about refused routing values.
 	routingLog routingLog
+
+	steering *routing.Steering // nil: steering off (steer.go)
+	steerTel steerTel
 }
 
 func newExporter(cfg *Config, set exporter.Settings, sig signal) (*osExporter, error) {
@@ -65,6 +68,7 @@ func newExporter(cfg *Config, set exporter.Settings, sig signal) (*osExporter, e
 	}
 	e := &osExporter{cfg: cfg, set: set, log: set.Logger, signal: sig, workers: newWorkers(maxIdleWorkers, waitSpin)}
 	e.tel = newTelemetry(tb, sig)
+	e.steerTel = newSteerTel(sig)
 	e.targets.init(cfg, sig)
 	return e, nil
 }
@@ -76,6 +80,7 @@ func (e *osExporter) start(ctx context.Context, host component.Host) error {
 	}
 	e.shared = sh
 	e.router, e.client, e.http = sh.router, sh.client, sh.http
+	e.steering = sh.steering
 	if e.cfg.InstallTemplates {
 		deadLetter := ""
 		if e.cfg.DeadLetter.Enabled {
@@ -116,6 +121,8 @@ type shared struct {
 	bulkTr *bulk.Transport // the exporter's own bulk transport, if used
 	tel    *telemetry      // the first exporter's: observes the node gauges
 	labels *nodeLabels     // the node label of each node (nodelabel.go)
+
+	steering *routing.Steering // nil unless routing.steering.enabled
 }
 
 var (
@@ -181,6 +188,9 @@ func acquireShared(ctx context.Context, e *osExporter, host component.Host) (*sh
 	}
 	router.Start()
 	sh := &shared{refs: 1, router: router, client: &bulk.Client{HTTP: bulkClient, Header: header}, http: httpClient, bulkTr: bulkTr, tel: e.tel, labels: labels}
+	if e.cfg.Routing.Enabled && e.cfg.Routing.Steering.Enabled {
+		sh.steering = routing.NewSteering(router)
+	}
 	shareds[e.cfg] = sh
 	return sh, nil
 }
