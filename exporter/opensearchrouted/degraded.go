@@ -16,7 +16,9 @@ type DegradedDetectionConfig struct {
 	// Enabled turns detection on (default true; needs routing.enabled).
 	Enabled bool `mapstructure:"enabled"`
 	// Ratio: a node whose average exceeds Ratio × the median of the nodes
-	// is an outlier (default 2).
+	// is an outlier (default 1.5: with one replica, a sub-bulk waits for a
+	// primary and a replica write, so a node k times slower shows as about
+	// (k+1)/2 times slower: 2.5× for k = 4).
 	Ratio float64 `mapstructure:"ratio"`
 	// MinExcess is the least excess over the median per unit (item or KiB)
 	// for an ejection (default 10µs).
@@ -51,7 +53,7 @@ const (
 
 func defaultDegradedDetection() DegradedDetectionConfig {
 	return DegradedDetectionConfig{
-		Enabled: true, Ratio: 2, MinExcess: routing.DefaultDegradedMinExcess, MinRequests: 20,
+		Enabled: true, Ratio: 1.5, MinExcess: routing.DefaultDegradedMinExcess, MinRequests: 20,
 		MinHealthyNodes: 2, MaxDegradedPercent: 34, Interval: time.Second,
 		BaseEjectionTime: 30 * time.Second, MaxEjectionTime: 5 * time.Minute, NormalizeBy: NormalizeByItem,
 	}
