@@ -491,7 +491,9 @@ func (c *Cluster) StopNode(i int) error {
 // RestartNode restarts node i on the same port, empty: no data, no PIT
 // contexts. If it was still a member it leaves first (its replicas are
 // promoted); then it joins again and receives unassigned replicas.
-func (c *Cluster) RestartNode(i int) error {
+func (c *Cluster) RestartNode(i int) error { return c.restartNode(i, true) }
+
+func (c *Cluster) restartNode(i int, join bool) error {
 	n, err := c.nodeAt(i)
 	if err != nil {
 		return err
@@ -502,6 +504,9 @@ func (c *Cluster) RestartNode(i int) error {
 	c.mu.Unlock()
 	if err := n.listen(n.port); err != nil {
 		return fmt.Errorf("ossim: restart node %d: %w", i, err)
+	}
+	if !join {
+		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -421,6 +421,9 @@ var healthRank = map[string]int{"green": 0, "yellow": 1, "red": 2}
 
 func (q *request) handleHealth(rest []string) {
 	c := q.n.c
+	if q.q.Get("local") == "true" && q.detachedHealth() {
+		return
+	}
 	timeout := 30 * time.Second
 	if t := q.q.Get("timeout"); t != "" {
 		d, err := parseTimeValue(t)
