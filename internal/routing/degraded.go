@@ -2,6 +2,7 @@ package routing
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,12 +34,12 @@ const DefaultDegradedMinExcess = 10 * time.Microsecond
 // A sub-bulk to a node holding primaries waits for their replicas too
 // (replication is synchronous), so a healthy node whose primaries have a
 // replica on a slow node is slow as well. A node is therefore judged by
-// its blame: the lowest average among the nodes whose sub-bulks it takes
-// part in (its own, and those of the primaries it holds a replica of). A
-// slow node is in every slow stream; a healthy one is also in a fast one.
+// its blame (see blame): a node slow at everything it does is in every
+// slow stream, a healthy one is also in a fast one.
 type writeDetector struct {
 	r      *Router
 	perKiB bool
+	ratio  float64
 	out    *Outliers
 	nodes  sync.Map // node id → *Node, the nodes observed
 
@@ -46,10 +47,13 @@ type writeDetector struct {
 }
 
 // partnerMap is, for one topology snapshot, the node ids whose routed
-// sub-bulks each node takes part in.
+// sub-bulks each node takes part in (itself and the primaries it holds a
+// replica of), and the ids of the nodes holding replicas of its primaries.
 type partnerMap struct {
-	topo *Topology
-	of   map[string][]string
+	topo     *Topology
+	of       map[string][]string
+	replicas map[string][]string
+	ids      []string
 }
 
 func newWriteDetector(r *Router, cfg DegradedConfig) *writeDetector {
@@ -68,6 +72,7 @@ func newWriteDetector(r *Router, cfg DegradedConfig) *writeDetector {
 		oc.Now = func() time.Time { return r.now() } // tests swap r.now
 	}
 	d.out = NewOutliers(oc)
+	d.ratio = d.out.cfg.Ratio
 	return d
 }
 
@@ -117,11 +122,58 @@ func (d *writeDetector) revive(n *Node) {
 	d.r.SetDegraded(n, false)
 }
 
-// blame is the lowest average among the qualified streams id takes part
-// in; false when none is qualified.
+// blame is the score node id is judged by, from the averages of the
+// streams (a stream: the routed sub-bulks sent to one node):
+//
+//   - common: the lowest average among the qualified streams id takes part
+//     in (its own, and those of the primaries it holds a replica of). A node
+//     slow at every write (a slow disk: its primaries and its replica
+//     writes) is slow in all of them; a healthy node whose primaries
+//     replicate to a slow one also takes part in a fast stream.
+//   - its own stream's average, when that stream is an outlier (above
+//     ratio × the median of the streams) that no other node explains: none
+//     of the nodes holding replicas of its primaries has an outlying common
+//     score. This is a node slow only where the exporter meets it (its HTTP
+//     layer, the network path to it), its replica writes unaffected.
+//
+// The higher of the two. False when id takes part in no qualified stream.
 func (d *writeDetector) blame(id string, avg func(string) (float64, bool)) (float64, bool) {
+	pm := d.partnerMap()
+	common, ok := d.common(pm, id, avg)
+	if !ok {
+		return 0, false
+	}
+	own, q := avg(id)
+	if !q || own <= common {
+		return common, true
+	}
+	var streams []float64
+	for _, x := range pm.ids {
+		if v, q := avg(x); q {
+			streams = append(streams, v)
+		}
+	}
+	med := median(streams)
+	if own <= d.ratio*med {
+		return common, true
+	}
+	for _, r := range pm.replicas[id] {
+		if c, ok := d.common(pm, r, avg); ok && c > d.ratio*med {
+			return common, true // the replica's node explains the stream
+		}
+	}
+	return own, true
+}
+
+// common is the lowest average among the qualified streams id takes part
+// in.
+func (d *writeDetector) common(pm *partnerMap, id string, avg func(string) (float64, bool)) (float64, bool) {
+	of, known := pm.of[id]
+	if !known {
+		of = []string{id}
+	}
 	best, ok := math.Inf(1), false
-	for _, p := range d.partnersOf(id) {
+	for _, p := range of {
 		if v, q := avg(p); q && v < best {
 			best, ok = v, true
 		}
@@ -129,47 +181,54 @@ func (d *writeDetector) blame(id string, avg func(string) (float64, bool)) (floa
 	return best, ok
 }
 
-func (d *writeDetector) partnersOf(id string) []string {
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	m := v[len(v)/2]
+	if len(v)%2 == 0 {
+		m = (v[len(v)/2-1] + m) / 2
+	}
+	return m
+}
+
+func (d *writeDetector) partnerMap() *partnerMap {
 	t := d.r.topo.Load()
 	pm := d.partners.Load()
 	if pm == nil || pm.topo != t {
-		pm = &partnerMap{topo: t, of: partners(t)}
+		pm = partners(t)
 		d.partners.Store(pm)
 	}
-	if p, ok := pm.of[id]; ok {
-		return p
-	}
-	return []string{id}
+	return pm
 }
 
-// partners maps each node id to the ids of the nodes holding primaries it
-// has a copy of (itself included), over every index of t.
-func partners(t *Topology) map[string][]string {
-	out := map[string][]string{}
+// partners maps each node id of t to the ids of the nodes holding
+// primaries it has a copy of (itself included), and to the ids of the
+// nodes holding replicas of its primaries, over every index of t.
+func partners(t *Topology) *partnerMap {
+	pm := &partnerMap{topo: t, of: map[string][]string{}, replicas: map[string][]string{}}
 	if t == nil {
-		return out
+		return pm
 	}
-	add := func(n, p *Node) {
-		if n == nil || p == nil {
+	add := func(m map[string][]string, k, v *Node) {
+		if k == nil || v == nil || slices.Contains(m[k.ID()], v.ID()) {
 			return
 		}
-		for _, x := range out[n.ID()] {
-			if x == p.ID() {
-				return
-			}
-		}
-		out[n.ID()] = append(out[n.ID()], p.ID())
+		m[k.ID()] = append(m[k.ID()], v.ID())
 	}
 	for _, n := range t.Nodes {
-		add(n, n)
+		add(pm.of, n, n)
+		pm.ids = append(pm.ids, n.ID())
 	}
 	for _, idx := range t.Indices {
 		for _, s := range idx.Shards {
 			p := s.Primary.Node
 			for _, c := range s.Replicas {
-				add(c.Node, p)
+				add(pm.of, c.Node, p)
+				add(pm.replicas, p, c.Node)
 			}
 		}
 	}
-	return out
+	return pm
 }

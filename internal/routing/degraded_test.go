@@ -190,3 +190,14 @@ func TestOutlierSticky(t *testing.T) {
 		t.Fatal("a member without samples stays ejected")
 	}
 }
+
+// A node slow only where the exporter meets it (its HTTP path; its replica
+// writes unaffected) slows its own stream alone: no replica's node
+// explains it, so it is marked.
+func TestWriteDetectorMarksAClientPathSlowNode(t *testing.T) {
+	r, clk, nodes, _ := degradedRouter(t, nil)
+	writes(r, clk, nodes, 50, map[string]time.Duration{"n0": time.Millisecond, "n1": 5 * time.Millisecond, "n2": time.Millisecond})
+	if got := degradedSet(nodes); got != "[n1]" {
+		t.Fatalf("degraded %s, want [n1]", got)
+	}
+}
