@@ -10,16 +10,7 @@ import (
 // readiness check passes (its local cluster state has an elected cluster
 // manager); then its window starts again from 1.
 func TestResurrectionWaitsForReadiness(t *testing.T) {
-	f := threeNodes(t)
-	r := newTestRouter(t, f, nil)
-	timers := &syncTimers{}
-	r.afterDur = timers.after
-	r.jitter = func() float64 { return 0 }
-	r.want("logs")
-	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
-		t.Fatal(err)
-	}
-	n1 := r.Topology().Nodes[1]
+	r, f, timers, n1 := deadNode(t)
 	w := n1.Window()
 	for range 40 { // grow the window
 		tk, _ := w.Acquire(context.Background())
@@ -28,7 +19,6 @@ func TestResurrectionWaitsForReadiness(t *testing.T) {
 	if cwnd, _, _, _ := w.State(); cwnd < 2 {
 		t.Fatalf("window %d after 40 successes", cwnd)
 	}
-	r.MarkDead(n1, errors.New("connection refused"))
 
 	// Answers GET /, but has not joined: stays dead, probed again later.
 	f.set(func(f *fakeCluster) {
@@ -72,16 +62,7 @@ func TestResurrectionWaitsForReadiness(t *testing.T) {
 // Credentials without cluster:monitor/health: GET / answering is all that
 // can be checked; the node comes back.
 func TestReadinessForbiddenCountsAsReady(t *testing.T) {
-	f := threeNodes(t)
-	r := newTestRouter(t, f, nil)
-	timers := &syncTimers{}
-	r.afterDur = timers.after
-	r.want("logs")
-	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
-		t.Fatal(err)
-	}
-	n1 := r.Topology().Nodes[1]
-	r.MarkDead(n1, errors.New("connection refused"))
+	_, f, timers, n1 := deadNode(t)
 	f.set(func(f *fakeCluster) { f.status["ready"] = 403 })
 	timers.fire()
 	if !n1.Alive() {
@@ -106,4 +87,30 @@ func TestWindowRestart(t *testing.T) {
 	if c, s, _, _ := small.State(); c != 1 || s != 1 {
 		t.Fatalf("ceiling 1: cwnd %d ssthresh %d", c, s)
 	}
+}
+
+// deadNode: threeNodes discovered by a router whose resurrection timers
+// are the test's (fired by hand, no jitter), node 1 marked dead.
+func deadNode(t *testing.T) (*Router, *fakeCluster, *syncTimers, *Node) {
+	t.Helper()
+	f := threeNodes(t)
+	r := newTestRouter(t, f, nil)
+	timers := discoverWithTimers(t, r)
+	n1 := r.Topology().Nodes[1]
+	r.MarkDead(n1, errors.New("connection refused"))
+	return r, f, timers, n1
+}
+
+// discoverWithTimers makes r's resurrection timers the test's (fired by
+// hand, no jitter) and discovers the index logs.
+func discoverWithTimers(t *testing.T, r *Router) *syncTimers {
+	t.Helper()
+	timers := &syncTimers{}
+	r.afterDur = timers.after
+	r.jitter = func() float64 { return 0 }
+	r.want("logs")
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	return timers
 }
