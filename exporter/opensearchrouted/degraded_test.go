@@ -33,16 +33,16 @@ type slowRig struct {
 
 // startSlowRig: the emulator with 6 nodes, an index of 6 primaries + 1
 // replica, a shard service time of perItem per item, calls of size
-// records, and an exporter whose degraded detection evaluates every 200ms
-// and returns a recovered node after 2s. Calls are small (60 records, 10
-// per node) so that the emulator's own CPU cost, about tenfold under the
-// race detector, stays below the latencies compared.
+// records, and an exporter whose degraded detection returns a recovered
+// node after 2s (other settings default). Calls are small (a few records
+// per node) and the service time long, so that the emulator's own CPU
+// cost, about tenfold under the race detector and more on a busy machine,
+// stays below the latencies compared.
 func startSlowRig(t *testing.T, perItem time.Duration, size int, mod func(*Config)) *slowRig {
 	t.Helper()
-	sim := ossim.StartT(t, ossim.Options{Nodes: 6, DefaultShards: 6, DefaultReplicas: 1, ServicePerItem: perItem})
+	sim := ossim.StartT(t, ossim.Options{Nodes: 6, DefaultShards: 6, DefaultReplicas: 1, ServicePerItem: perItem, NoHTTPCompression: true})
 	cfg := testConfig(sim.Addrs())
 	cfg.LogsIndex = slowIndex
-	cfg.Routing.DegradedDetection.Interval = 200 * time.Millisecond
 	cfg.Routing.DegradedDetection.BaseEjectionTime = 2 * time.Second
 	if mod != nil {
 		mod(cfg)
@@ -147,7 +147,7 @@ const degradedLog = "OpenSearch node degraded: its bulk requests are slow"
 func TestDegradedNodeSlownessEmulator(t *testing.T) {
 	for _, by := range []string{NormalizeByItem, NormalizeByKiB} {
 		t.Run(by, func(t *testing.T) {
-			r := startSlowRig(t, 500*time.Microsecond, 60, func(c *Config) { c.Routing.DegradedDetection.NormalizeBy = by })
+			r := startSlowRig(t, 3*time.Millisecond, 36, func(c *Config) { c.Routing.DegradedDetection.NormalizeBy = by })
 			const slow = 2
 			if err := r.sim.SetSlowness(slow, 4); err != nil {
 				t.Fatal(err)
@@ -195,7 +195,7 @@ func TestDegradedNodeSlownessEmulator(t *testing.T) {
 // the replica writes sent to it), with small calls (low volume, where
 // latency dominates): marked, alone; unmarked after the delay is gone.
 func TestDegradedNodeLatencyEmulator(t *testing.T) {
-	r := startSlowRig(t, 50*time.Microsecond, 60, nil)
+	r := startSlowRig(t, 200*time.Microsecond, 12, nil)
 	const slow = 4
 	if err := r.sim.SetLatency(slow, 8*time.Millisecond, 2*time.Millisecond); err != nil {
 		t.Fatal(err)
