@@ -24,8 +24,10 @@ const realSlowCall = 12
 // its published address must lead to the node while the cluster forms,
 // before the test knows the node's port. Node 2's replica writes are
 // therefore not delayed: it is slow only on the exporter's path to it.)
-//   - +8ms ± 2ms in each direction: node 2 is marked degraded, alone, and
-//     unmarked once the delay is gone.
+//   - +25ms ± 5ms in each direction (a clear slowdown against the real
+//     cluster's own latency on a machine shared with other work, where a
+//     4-record sub-bulk may take from 20 to 200ms): node 2 is marked
+//     degraded, alone, and unmarked once the delay is gone.
 //   - node 2 restarted while records flow: marked dead; brought back only
 //     after its readiness check (GET / and its local cluster health naming
 //     an elected cluster manager: on 2.19.6 HTTP starts once the node has
@@ -96,14 +98,14 @@ func TestRealClusterDegradedAndWarmup(t *testing.T) {
 	}
 
 	t.Run("slow node", func(t *testing.T) {
-		if err := proxy.SetDelay(8*time.Millisecond, 2*time.Millisecond); err != nil {
+		if err := proxy.SetDelay(25*time.Millisecond, 5*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
-		took := loadUntil(30*time.Second, slow.Degraded)
+		took := loadUntil(60*time.Second, slow.Degraded)
 		if got := degraded(); fmt.Sprint(got) != fmt.Sprint([]string{slow.Name()}) {
 			t.Fatalf("after %v: degraded %v, want [%s]; average latency per item %v", took, got, slow.Name(), latencies())
 		}
-		t.Logf("+8ms ± 2ms on node 2's HTTP path: marked after %v; average latency per item %v", took.Round(100*time.Millisecond), latencies())
+		t.Logf("+25ms ± 5ms on node 2's HTTP path: marked after %v; average latency per item %v", took.Round(100*time.Millisecond), latencies())
 		if v := sumMetric(t, reader, "otelcol.opensearchrouted.node.state", map[string]string{"node": slow.Name()}); v != 3 {
 			t.Errorf("node.state %d, want 3", v)
 		}
@@ -111,7 +113,7 @@ func TestRealClusterDegradedAndWarmup(t *testing.T) {
 		if err := proxy.SetDelay(0, 0); err != nil {
 			t.Fatal(err)
 		}
-		took = loadUntil(30*time.Second, func() bool { return !slow.Degraded() })
+		took = loadUntil(60*time.Second, func() bool { return !slow.Degraded() })
 		if got := degraded(); len(got) != 0 {
 			t.Fatalf("%v after the delay is gone: degraded %v", took, got)
 		}
