@@ -19,14 +19,15 @@ import (
 // average. Every Interval, the averages of the members seen recently are
 // compared with their median: a member whose average exceeds Ratio × the
 // median, and the median by at least MinExcess, in Confirmations
-// evaluations in a row, is ejected for
+// evaluations in a row (Blame may score members otherwise), is ejected for
 // BaseEjectionTime × (its ejection count), capped at MaxEjectionTime. The
 // count grows by one per ejection and shrinks by one per BaseEjectionTime
 // spent back in service. Guardrails: only members with MinRequests samples
 // since they were last reset are judged or count toward the median; no
 // ejection when fewer than MinCandidates members would remain in service
 // or when MaxEjectionPercent of the members are already out. A returning
-// member starts a new average.
+// member starts a new average; with Sticky, an ejected member keeps being
+// judged and returns only once it is no longer an outlier.
 //
 // Observe and Ejected are lock-free (atomics); the evaluation runs once
 // per Interval inside the Observe call that finds it due, under a mutex.
