@@ -201,3 +201,32 @@ func TestWriteDetectorMarksAClientPathSlowNode(t *testing.T) {
 		t.Fatalf("degraded %s, want [n1]", got)
 	}
 }
+
+// A sticky member marked again soon after its return stays out at least
+// twice the base ejection time: the count grows on repeat.
+func TestOutlierStickyEjectionTimeGrows(t *testing.T) {
+	o, clk := newTestOutliers(OutlierConfig{Sticky: true, BaseEjectionTime: 10 * time.Second})
+	m := members(o, 3)
+	slow := map[*OutlierMember]time.Duration{m[0]: time.Millisecond, m[1]: time.Millisecond, m[2]: 9 * time.Millisecond}
+	fast := map[*OutlierMember]time.Duration{m[0]: time.Millisecond, m[1]: time.Millisecond, m[2]: time.Millisecond}
+	feed(o, clk, 300, slow)
+	if !o.Ejected(m[2]) {
+		t.Fatal("not ejected")
+	}
+	feed(o, clk, 1100, fast) // 11s: past 10s, recovered
+	if o.Ejected(m[2]) {
+		t.Fatal("not returned after the base ejection time")
+	}
+	feed(o, clk, 300, slow)
+	if !o.Ejected(m[2]) {
+		t.Fatal("not ejected again")
+	}
+	feed(o, clk, 1500, fast) // 15s: past one base time, not two
+	if !o.Ejected(m[2]) {
+		t.Fatal("a repeat ejection lasted only the base time")
+	}
+	feed(o, clk, 700, fast) // 22s in all: past two
+	if o.Ejected(m[2]) {
+		t.Fatal("still ejected after twice the base time")
+	}
+}
