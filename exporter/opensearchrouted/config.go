@@ -110,6 +110,9 @@ type RoutingConfig struct {
 	// DegradedDetection marks nodes whose routed bulk requests are
 	// latency outliers degraded (see DegradedDetectionConfig).
 	DegradedDetection DegradedDetectionConfig `mapstructure:"degraded_detection"`
+	// Steering of content-id documents away from degraded nodes' shards
+	// (see SteeringConfig).
+	Steering SteeringConfig `mapstructure:"steering"`
 }
 
 // BulkConfig controls bulk requests.
@@ -203,6 +206,7 @@ func createDefaultConfig() *Config {
 			MinRefreshInterval: time.Second,
 			NodeStatsInterval:  10 * time.Second,
 			DegradedDetection:  defaultDegradedDetection(),
+			Steering:           SteeringConfig{Enabled: true},
 		},
 		Bulk: BulkConfig{
 			MaxBytes:     5 << 20,

@@ -110,6 +110,7 @@ func TestLoadConfigEveryKey(t *testing.T) {
 		DegradedDetection: DegradedDetectionConfig{Enabled: true, Ratio: 3, MinExcess: 20 * time.Microsecond, MinRequests: 50,
 			MinHealthyNodes: 3, MaxDegradedPercent: 25, Interval: 2 * time.Second, BaseEjectionTime: time.Minute,
 			MaxEjectionTime: 10 * time.Minute, NormalizeBy: NormalizeByKiB},
+		Steering: SteeringConfig{Enabled: false},
 	}
 	want.Bulk = BulkConfig{MaxBytes: 1 << 20, MaxAttempts: 3, RetryBackoff: 250 * time.Millisecond, Transport: TransportConfighttp, CallTimeout: 3 * time.Minute}
 	want.DeadLetter = DeadLetterConfig{Enabled: true, LogsIndex: "refused-logs", TracesIndex: "refused-traces"}
