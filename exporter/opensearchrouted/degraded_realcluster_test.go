@@ -136,10 +136,13 @@ func TestRealClusterDegradedAndWarmup(t *testing.T) {
 			t.Fatal(err)
 		}
 		// No load now: only the router's probes reach the node until it is
-		// back, so its window is what it restarted with.
-		for deadline := time.Now().Add(60 * time.Second); !slow.Alive(); time.Sleep(20 * time.Millisecond) {
+		// back, so its window is what it restarted with. The probes back
+		// off while the node is away (up to 30s apart, seed 001).
+		for deadline := time.Now().Add(120 * time.Second); !slow.Alive(); time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatal("the restarted node never came back")
+				var h map[string]any
+				st := httpJSON(t, "GET", proxy.URL()+"/_cluster/health?local=true", "", &h)
+				t.Fatalf("the restarted node never came back (through the proxy its local health answers HTTP %d %v)", st, h)
 			}
 		}
 		if cwnd, _, _, inFlight := slow.Window().State(); cwnd != 1 || inFlight != 0 {
