@@ -75,6 +75,8 @@ func (e *osExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
 // the items to hand back for retry (with the error saying why), or a
 // permanent error when some items were refused for good, or nil.
 func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
+	ctx, cancel := e.callContext(ctx)
+	defer cancel()
 	n := c.batch.Len()
 	c.class = resize(c.class, n)
 	c.result = resize(c.result, n)
@@ -121,6 +123,7 @@ func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
 			break // refused credentials: resending now cannot help
 		}
 	}
+	markDeadline(ctx, c)
 	e.tel.routed(ctx, &c.reasons)
 
 	var counts [bulk.NumClasses]int
@@ -439,6 +442,9 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 		reqOutcome = "throttled"
 	}
 	w.Release(tk, wo)
+	if j.node != nil && err == nil && wo == routing.Success {
+		e.router.ObserveWrite(node, elapsed, len(j.items), res.Bytes)
+	}
 	if rollover {
 		e.router.Trigger(routing.TriggerRollover)
 	}

@@ -160,6 +160,7 @@ func acquireShared(ctx context.Context, e *osExporter, host component.Host) (*sh
 		Disabled:           !e.cfg.Routing.Enabled,
 		Logger:             withoutSignal(e.log),
 		OnRefresh:          e.tel.refreshed,
+		Degraded:           e.cfg.Routing.DegradedDetection.routing(),
 	})
 	if err != nil {
 		return nil, err

@@ -473,16 +473,10 @@ func (n *Node) executePrimary(ctx context.Context, im *indexMeta, shard int, ite
 		}
 		return true
 	}
-	if d := c.opts.ServiceBase + time.Duration(len(items))*c.opts.ServicePerItem; d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
-	}
+	n.serve(ctx, len(items))
 	st := n.ensureStore(im, shard)
 	st.mu.Lock()
+	before := st.asPrimary
 	for _, it := range items {
 		r := itemResult{index: im.name, term: term, total: total, ok: 1}
 		pos, exists := st.lookupLocked(it.id)
@@ -526,11 +520,14 @@ func (n *Node) executePrimary(ctx context.Context, im *indexMeta, shard int, ite
 			st.deleteLocked(it.id)
 		} else {
 			st.putAtLocked(pos, exists, storedDoc{id: it.id, routing: it.routing, source: it.source, seqNo: r.seqNo, version: r.version, term: term})
+			st.asPrimary++
 		}
 		it.res = r
 	}
+	indexed := st.asPrimary - before
 	st.mu.Unlock()
 	n.write.release()
+	n.st.indexedPrimary.Add(indexed)
 	n.st.primaryWrites.Add(1)
 	n.st.itemsPrimary.Add(int64(len(items)))
 
@@ -594,7 +591,7 @@ func (n *Node) replicate(ctx context.Context, im *indexMeta, shard int, term int
 	if ops == 0 {
 		return 0
 	}
-	path := "/_ossim/internal/replica?uuid=" + im.uuid + "&shard=" + strconv.Itoa(shard) + "&term=" + strconv.FormatInt(term, 10)
+	path := "/_ossim/internal/replica?uuid=" + im.uuid + "&shard=" + strconv.Itoa(shard) + "&term=" + strconv.FormatInt(term, 10) + "&ops=" + strconv.Itoa(ops)
 	var okCount atomic.Int64
 	var wg sync.WaitGroup
 	for _, t := range targets {
@@ -812,8 +809,11 @@ func (q *request) handleInternalReplica() {
 	}
 	n.write.acquire(context.Background(), true)
 	defer n.write.release()
+	ops, _ := strconv.Atoi(q.q.Get("ops"))
+	n.serve(q.r.Context(), ops)
 	count := 0
 	st.mu.Lock()
+	before := st.asReplica
 	for pos, lineNo := 0, 0; pos < len(q.body); {
 		end := bytes.IndexByte(q.body[pos:], '\n') + pos
 		if end < pos {
@@ -835,9 +835,14 @@ func (q *request) handleInternalReplica() {
 			pos = end + 1
 		}
 		st.applyReplicaLocked(d, a.op == "delete")
+		if a.op != "delete" {
+			st.asReplica++
+		}
 		count++
 	}
+	indexed := st.asReplica - before
 	st.mu.Unlock()
+	n.st.indexedReplica.Add(indexed)
 	n.st.replicaWrites.Add(1)
 	n.st.itemsReplica.Add(int64(count))
 	q.reply(200, []byte(`{"ok":true}`))

@@ -171,6 +171,7 @@ func scenario(r *recorder) {
 	sort.Strings(tuples)
 	r.note("cat shards", map[string]any{"status": st, "rows": tuples})
 	r.call("health", 1, "GET", "/_cluster/health", "")
+	r.call("local health", 1, "GET", "/_cluster/health?local=true&filter_path=discovered_master,discovered_cluster_manager", "")
 	_, nm := r.call("", 0, "GET", "/_nodes/http", "")
 	var nodeRows []string
 	for _, n := range asMap(get(nm, "nodes")) {
