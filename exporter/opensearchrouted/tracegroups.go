@@ -85,24 +85,23 @@ type callGroup[G any] struct {
 	src groupSource
 }
 
-// resolve completes one call's groups, under one lock: groups holds an
-// entry for every trace of the call, with src groupInline for the traces
-// whose root is in the call (their g set) and groupNone for the others.
-// The call's roots are remembered (waking the spans that waited for them),
-// and the others get their group from the roots remembered, if any
-// (src groupCache).
-func (s *groupStore[G]) resolve(groups map[pcommon.TraceID]callGroup[G]) {
+// resolve completes one call's groups, under one lock: groups[i] is the
+// group of trace traces[i], with src groupInline for the traces whose root
+// is in the call (g set) and groupNone for the others. The call's roots are
+// remembered (waking the spans that waited for them), and the others get
+// their group from the roots remembered, if any (src groupCache).
+func (s *groupStore[G]) resolve(traces []pcommon.TraceID, groups []callGroup[G]) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	s.expireRootsLocked(now)
-	for id, cg := range groups {
-		switch cg.src {
+	for i, id := range traces {
+		switch groups[i].src {
 		case groupInline:
-			s.putLocked(id, cg.g, now)
+			s.putLocked(id, groups[i].g, now)
 		case groupNone:
 			if e, ok := s.roots[id]; ok && now.Before(e.expires) {
-				groups[id] = callGroup[G]{e.g, groupCache}
+				groups[i] = callGroup[G]{e.g, groupCache}
 			}
 		}
 	}
@@ -247,4 +246,24 @@ func (s *groupStore[G]) pending() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pendingN
+}
+
+// rootGroup is trace id's root's group, if remembered.
+func (s *groupStore[G]) rootGroup(id pcommon.TraceID) (G, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.roots[id]
+	return e.g, ok && s.now().Before(e.expires)
+}
+
+// drain forgets every span still waiting and returns how many there were
+// (at shutdown: unresolved).
+func (s *groupStore[G]) drain() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.pendingN
+	clear(s.waiting)
+	clear(s.ready)
+	s.ready, s.pendingN = s.ready[:0], 0
+	return n
 }

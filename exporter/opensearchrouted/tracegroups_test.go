@@ -21,6 +21,20 @@ func refsFrom(from, n int, prefix string) (r []docRef) {
 	return r
 }
 
+// resolveMap is resolve over a map of the call's traces.
+func resolveMap(s *groupStore[string], m map[pcommon.TraceID]callGroup[string]) {
+	var ids []pcommon.TraceID
+	var gs []callGroup[string]
+	for id, g := range m {
+		ids = append(ids, id)
+		gs = append(gs, g)
+	}
+	s.resolve(ids, gs)
+	for i, id := range ids {
+		m[id] = gs[i]
+	}
+}
+
 func newTestStore(size int, ttl time.Duration, maxPending int) (*groupStore[string], *handClock) {
 	s := newGroupStore[string](size, ttl, maxPending)
 	c := &handClock{t: time.Unix(1_700_000_000, 0)}
@@ -33,20 +47,20 @@ func newTestStore(size int, ttl time.Duration, maxPending int) (*groupStore[stri
 func TestGroupStoreResolve(t *testing.T) {
 	s, clock := newTestStore(2, time.Minute, 100)
 	call := map[pcommon.TraceID]callGroup[string]{tid(1): {"root1", groupInline}, tid(2): {"", groupNone}}
-	s.resolve(call)
+	resolveMap(s, call)
 	if call[tid(2)].src != groupNone {
 		t.Fatalf("trace 2 has no root anywhere, got %+v", call[tid(2)])
 	}
 	later := map[pcommon.TraceID]callGroup[string]{tid(1): {}, tid(2): {}}
-	s.resolve(later)
+	resolveMap(s, later)
 	if g := later[tid(1)]; g.src != groupCache || g.g != "root1" {
 		t.Fatalf("trace 1 from the cache: got %+v", g)
 	}
 	// Two more roots: the oldest (trace 1) is evicted (size 2).
-	s.resolve(map[pcommon.TraceID]callGroup[string]{tid(3): {"root3", groupInline}})
-	s.resolve(map[pcommon.TraceID]callGroup[string]{tid(4): {"root4", groupInline}})
+	resolveMap(s, map[pcommon.TraceID]callGroup[string]{tid(3): {"root3", groupInline}})
+	resolveMap(s, map[pcommon.TraceID]callGroup[string]{tid(4): {"root4", groupInline}})
 	again := map[pcommon.TraceID]callGroup[string]{tid(1): {}, tid(3): {}, tid(4): {}}
-	s.resolve(again)
+	resolveMap(s, again)
 	if again[tid(1)].src != groupNone || again[tid(3)].g != "root3" || again[tid(4)].g != "root4" {
 		t.Fatalf("after eviction: %+v", again)
 	}
@@ -55,7 +69,7 @@ func TestGroupStoreResolve(t *testing.T) {
 	}
 	clock.add(time.Minute)
 	expired := map[pcommon.TraceID]callGroup[string]{tid(3): {}}
-	s.resolve(expired)
+	resolveMap(s, expired)
 	if expired[tid(3)].src != groupNone || len(s.roots) != 0 {
 		t.Fatalf("after the ttl: %+v, %d roots", expired, len(s.roots))
 	}
@@ -76,7 +90,7 @@ func TestGroupStoreWaiting(t *testing.T) {
 	if got := s.takeReady(100); len(got) != 0 {
 		t.Fatalf("no root arrived, %d ready", len(got))
 	}
-	s.resolve(map[pcommon.TraceID]callGroup[string]{tid(1): {"root1", groupInline}})
+	resolveMap(s, map[pcommon.TraceID]callGroup[string]{tid(1): {"root1", groupInline}})
 	got := s.takeReady(100)
 	if len(got) != 1 || got[0].group != "root1" || len(got[0].spans) != 3 {
 		t.Fatalf("ready: %+v", got)
@@ -85,7 +99,7 @@ func TestGroupStoreWaiting(t *testing.T) {
 		t.Fatalf("pending %d, want 2", s.pending())
 	}
 	// A trace whose root is already known is ready as soon as remembered.
-	s.resolve(map[pcommon.TraceID]callGroup[string]{tid(3): {"root3", groupInline}})
+	resolveMap(s, map[pcommon.TraceID]callGroup[string]{tid(3): {"root3", groupInline}})
 	s.remember(tid(3), refs(1, "z"))
 	if got := s.takeReady(100); len(got) != 1 || got[0].group != "root3" {
 		t.Fatalf("ready after a known root: %+v", got)
@@ -109,7 +123,7 @@ func TestGroupStoreWaiting(t *testing.T) {
 func TestGroupStoreRetryLater(t *testing.T) {
 	s, _ := newTestStore(10, time.Minute, 100)
 	s.remember(tid(1), refs(4, "x"))
-	s.resolve(map[pcommon.TraceID]callGroup[string]{tid(1): {"root1", groupInline}})
+	resolveMap(s, map[pcommon.TraceID]callGroup[string]{tid(1): {"root1", groupInline}})
 	for pass := 1; pass <= 3; pass++ {
 		got := s.takeReady(100)
 		if len(got) != 1 {
@@ -134,7 +148,7 @@ func TestGroupStoreTakeReadyBound(t *testing.T) {
 	s, _ := newTestStore(100, time.Minute, 1000)
 	for i := 1; i <= 5; i++ {
 		s.remember(tid(i), refs(30, "x"))
-		s.resolve(map[pcommon.TraceID]callGroup[string]{tid(i): {"r", groupInline}})
+		resolveMap(s, map[pcommon.TraceID]callGroup[string]{tid(i): {"r", groupInline}})
 	}
 	if got := s.takeReady(10); len(got) != 1 {
 		t.Fatalf("took %d traces, want 1 (bigger than the bound)", len(got))
@@ -151,7 +165,7 @@ func TestGroupStoreTakeReadyBound(t *testing.T) {
 func TestGroupStoreFifoBounded(t *testing.T) {
 	s, clock := newTestStore(100, time.Second, 10)
 	for i := 0; i < 20000; i++ {
-		s.resolve(map[pcommon.TraceID]callGroup[string]{tid(i): {"r", groupInline}})
+		resolveMap(s, map[pcommon.TraceID]callGroup[string]{tid(i): {"r", groupInline}})
 		if i%500 == 0 {
 			clock.add(300 * time.Millisecond)
 		}
