@@ -476,7 +476,7 @@ func (c *Cluster) nodeArgs(i int) []string {
 		args = append(args, "--plugin="+SecurityPluginClass)
 	}
 	if o.Painless {
-		args = append(args, "--plugin="+PainlessPluginClass)
+		args = append(args, "--plugin="+painlessPluginClass(c.version))
 	}
 	if len(c.nodes) > 1 {
 		var seeds, names []string

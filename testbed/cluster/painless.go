@@ -12,11 +12,16 @@ import (
 	"syscall"
 )
 
-// PainlessPluginClass is the lang-painless module's plugin class: scripts
-// (in queries, aggregations such as bucket_script and scripted_metric, and
-// updates), which a distribution of OpenSearch has and the bare server
-// does not.
-const PainlessPluginClass = "org.opensearch.painless.PainlessModulePlugin"
+// painlessPluginClass is the lang-painless module's plugin class for a
+// server version (3.x renamed it): scripts (in queries, aggregations such
+// as bucket_script and scripted_metric, and updates), which a distribution
+// of OpenSearch has and the bare server does not.
+func painlessPluginClass(version string) string {
+	if isMajor3OrLater(version) {
+		return "org.opensearch.painless.PainlessModulePlugin"
+	}
+	return "org.opensearch.painless.PainlessPlugin"
+}
 
 // painlessLayout names the cache layout of the module's directory.
 const painlessLayout = "2"

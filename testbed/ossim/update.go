@@ -159,8 +159,9 @@ func executeUpdate(st *shardStore, im *indexMeta, shard int, it *bulkItem, r ite
 		return itemResult{status: 400, index: im.name, errType: "mapper_parsing_exception", errReason: "failed to parse"}, false
 	}
 	if !changed {
+		// A bulk noop reports every copy successful (2.19.6).
 		r.status, r.result, r.version, r.seqNo = 200, "noop", cur.version, cur.seqNo
-		r.total, r.ok = 0, 0
+		r.ok = r.total
 		return r, false
 	}
 	if im.mapping != nil {
