@@ -356,6 +356,8 @@ func (e *osExporter) edgesPass(ctx context.Context) int {
 // retries with backoff), but counts no documents: the caller reads c.class
 // (an item still Retry at the end was not stored).
 func (e *osExporter) deliverAux(ctx context.Context, c *call) {
+	e.workers.enter() // a call in progress, as a push is (see workers.alone)
+	defer e.workers.leave()
 	c.beginDelivery()
 	for attempt := 1; len(c.pending) > 0 && attempt <= e.cfg.Bulk.MaxAttempts; attempt++ {
 		if attempt > 1 && !e.backoff(ctx, attempt) {

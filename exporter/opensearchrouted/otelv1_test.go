@@ -169,3 +169,51 @@ func checkBootstrapped(t *testing.T, base string) {
 		t.Fatalf("after start: HTTP %d, aliases %v; want %s the write index of %s", st, rows, otelv1.FirstSpanIndex, otelv1.DefaultSpanAlias)
 	}
 }
+
+// An alias that exists already is written to as it is: no first index is
+// made, spans go to its write index, and the fix-up finds them there.
+func TestOtelV1ExistingAlias(t *testing.T) {
+	sim := ossim.StartT(t, ossim.Options{Nodes: 1, NoHopLatency: true})
+	base := sim.Addr(0)
+	if st := httpJSON(t, "PUT", base+"/spans-000007", `{"aliases":{"spans":{"is_write_index":true}}}`, nil); st != 200 {
+		t.Fatalf("create spans-000007: HTTP %d", st)
+	}
+	cfg := otelV1Config(sim.Addrs())
+	cfg.TracesIndex = "spans"
+	e, reader := startExporter(t, cfg, signalTraces)
+	if st := httpJSON(t, "GET", base+"/spans-000001", "", nil); st != 404 {
+		t.Fatalf("spans-000001: HTTP %d, want 404 (the alias existed)", st)
+	}
+	w := newTAWorkload(30, time.Now().Add(-time.Hour).Truncate(time.Millisecond))
+	exportWorkload(t, e, w)
+	if got := waitMetric(t, reader, "otelcol.opensearchrouted.trace_groups", map[string]string{"outcome": "fixed_up"}, 30, 10*time.Second); got != 30 {
+		t.Fatalf("fixed up %d, want 30", got)
+	}
+	if n := count(t, base, "spans-000007"); n != len(w.spans) {
+		t.Fatalf("spans-000007 holds %d, want %d", n, len(w.spans))
+	}
+}
+
+// Spans stored before their root, then a rollover, then the root: the
+// fix-up updates them in the index they were stored in (the alias now
+// writes to the next one).
+func TestOtelV1FixupAfterRollover(t *testing.T) {
+	sim := ossim.StartT(t, ossim.Options{Nodes: 2, NoHopLatency: true})
+	base := sim.Addr(0)
+	cfg := otelV1Config(sim.Addrs())
+	e, reader := startExporter(t, cfg, signalTraces)
+	w := newTAWorkload(30, time.Now().Add(-time.Hour).Truncate(time.Millisecond))
+	exportTraces(t, e, w.calls[0])
+	if st := httpJSON(t, "POST", base+"/"+otelv1.DefaultSpanAlias+"/_rollover", "", nil); st != 200 {
+		t.Fatalf("rollover: HTTP %d", st)
+	}
+	exportTraces(t, e, w.calls[1])
+	exportTraces(t, e, w.calls[2])
+	if got := waitMetric(t, reader, "otelcol.opensearchrouted.trace_groups", map[string]string{"outcome": "fixed_up"}, 30, 10*time.Second); got != 30 {
+		t.Fatalf("fixed up %d, want 30", got)
+	}
+	if n := sumMetric(t, reader, "otelcol.opensearchrouted.trace_groups", map[string]string{"outcome": "unresolved"}); n != 0 {
+		t.Fatalf("%d unresolved", n)
+	}
+	checkSpanDocs(t, base, w)
+}
