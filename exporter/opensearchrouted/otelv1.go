@@ -277,10 +277,7 @@ func (e *osExporter) fixupPass(ctx context.Context) int {
 		default:
 			gone++
 			if gone == 1 {
-				o := c.outcome(it)
-				index, _, _ := c.batch.Item(int32(it))
-				e.log.Warn("a span's trace group could not be set; it stays without", zap.String("index", index),
-					zap.Int("status", o.Status), zap.String("error.type", o.ErrorType), zap.String("error.reason", bulk.SafeReason(o.ErrorReason)))
+				e.warnRefused(c, it, "a span's trace group could not be set; it stays without")
 			}
 		}
 	}
@@ -338,9 +335,7 @@ func (e *osExporter) edgesPass(ctx context.Context) int {
 		default:
 			counts[edgeFailed]++
 			if counts[edgeFailed] == 1 {
-				o := c.outcome(it)
-				e.log.Warn("a service map edge was refused; it is dropped", zap.String("index", otelv1.ServiceMapIndex),
-					zap.Int("status", o.Status), zap.String("error.type", o.ErrorType), zap.String("error.reason", bulk.SafeReason(o.ErrorReason)))
+				e.warnRefused(c, it, "a service map edge was refused; it is dropped")
 			}
 		}
 	}
@@ -349,6 +344,15 @@ func (e *osExporter) edgesPass(ctx context.Context) int {
 		e.tel.edges(ctx, edgeOutcome(o), n)
 	}
 	return len(c.class)
+}
+
+// warnRefused logs the refusal of item it of an auxiliary call (the first
+// of its pass): the index, status and error, never the document.
+func (e *osExporter) warnRefused(c *call, it int, msg string) {
+	o := c.outcome(it)
+	index, _, _ := c.batch.Item(int32(it))
+	e.log.Warn(msg, zap.String("index", index), zap.Int("status", o.Status),
+		zap.String("error.type", o.ErrorType), zap.String("error.reason", bulk.SafeReason(o.ErrorReason)))
 }
 
 // deliverAux sends the items of c (fix-up updates, service-map edges) as

@@ -105,7 +105,7 @@ func BenchmarkRealClusterFixupCost(b *testing.B) {
 		cfg.Mapping.ServiceMap.Enabled = false
 		e, reader := startExporter(b, cfg, signalTraces)
 		children, roots := lateWorkload(2500) // 10,000 children
-		exportTraces(b, e, makeSpans(0, 1)) // the index exists, mapped
+		exportTraces(b, e, makeSpans(0, 1))   // the index exists, mapped
 		httpJSON(b, "POST", base+"/_refresh", "", nil)
 		time.Sleep(time.Second)
 
