@@ -28,6 +28,12 @@ import (
 // what they cannot do is retried on the next pass and, after
 // fixup_attempts passes, counted (trace_groups unresolved, service_map.edges
 // failed).
+//
+// A span the server refuses goes to the dead-letter index as written: the
+// unmapped shape (see reshape) is SS4O's, whose attribute objects it moves
+// into a string; in this layout attributes are flattened top-level fields
+// it would leave in place, and the events and links it would move are
+// what otelv1.DecodeSpan reads.
 type otelState struct {
 	groups *groupStore[otelv1.TraceGroup]
 	smap   *serviceMap // nil: service_map.enabled is false

@@ -1,7 +1,10 @@
 package opensearchrouted
 
 import (
+	"context"
 	"fmt"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -216,4 +219,42 @@ func TestOtelV1FixupAfterRollover(t *testing.T) {
 		t.Fatalf("%d unresolved", n)
 	}
 	checkSpanDocs(t, base, w)
+}
+
+// An otel-v1 span refused for its shape goes to the dead-letter index as
+// it was written: the unmapped shape is SS4O's (it would move events and
+// links into a string the otel-v1 decoder does not read, and keep the
+// flattened span.attributes.* fields that conflict).
+func TestOtelV1RefusedSpanDeadLettered(t *testing.T) {
+	fs := &shapeServer{stored: map[string]string{}}
+	srv := httptest.NewServer(fs)
+	defer srv.Close()
+	cfg := testConfig([]string{srv.URL})
+	cfg.Mapping.Mode = MappingOtelV1
+	e, reader := startExporter(t, cfg, signalTraces)
+	td := makeSpans(0, 3)
+	td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(1).Attributes().PutStr("secret.kind", "bad")
+	if err := e.pushTraces(context.Background(), td); err != nil {
+		t.Fatalf("push: %v", err)
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	dead, spans := 0, 0
+	for k, src := range fs.stored {
+		switch {
+		case strings.HasPrefix(k, defaultDeadLetterTraces+"/"):
+			dead++
+		case strings.HasPrefix(k, otelv1.DefaultSpanAlias+"/"):
+			spans++
+			if strings.Contains(src, `"unmapped"`) {
+				t.Errorf("a span stored in the unmapped shape: %s", k)
+			}
+		}
+	}
+	if dead != 1 || spans != 2 {
+		t.Fatalf("%d dead-lettered, %d spans stored; want 1 and 2", dead, spans)
+	}
+	if f := sumMetric(t, reader, "otelcol.opensearchrouted.documents.fallback", map[string]string{"fallback": "unmapped_shape"}); f != 0 {
+		t.Fatalf("unmapped_shape counted %d", f)
+	}
 }
