@@ -37,7 +37,8 @@ const (
 // resource into rs.Resource() and rs's schema URL, its scope into
 // ss.Scope() and ss's schema URL. It is the exact inverse of
 // Encoder.AppendSpan up to the normalisations in the package
-// documentation. The derived fields (durationInNanos, serviceName,
+// documentation. What rs's resource, ss's scope and span held before is
+// replaced. The derived fields (durationInNanos, serviceName,
 // traceGroup, traceGroupFields) are read past; null stands for absent
 // (Data Prepper writes null for a field it has no value for). A member
 // this layout does not have is an error matching ErrForeign.
@@ -49,6 +50,12 @@ func DecodeSpan(src []byte, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span 
 	if doc.Type() != pcommon.ValueTypeMap {
 		return foreign("document is a JSON %s, not an object", doc.Type())
 	}
+	// The targets may hold what an earlier call decoded.
+	pcommon.NewResource().CopyTo(rs.Resource())
+	rs.SetSchemaUrl("")
+	pcommon.NewInstrumentationScope().CopyTo(ss.Scope())
+	ss.SetSchemaUrl("")
+	ptrace.NewSpan().CopyTo(span)
 	d := spanDecoder{rs: rs, ss: ss, span: span}
 	for k, v := range doc.Map().All() {
 		if err := d.member(k, v); err != nil {
@@ -405,7 +412,7 @@ func typedPairs(name string, v pcommon.Value, m pcommon.Map) error {
 	return nil
 }
 
-// typed reads a value written by appendTyped into dst.
+// typed reads a typed value written by appendValue into dst.
 func typed(name string, v, dst pcommon.Value) error {
 	switch v.Type() {
 	case pcommon.ValueTypeSlice:

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/opensearchrouted/opensearchrouted/internal/jsonstr"
+	"github.com/opensearchrouted/opensearchrouted/internal/ss4o"
 )
 
 // TraceGroup is what a span document carries about its trace's root span
@@ -50,6 +52,15 @@ type Encoder struct {
 	exact       []byte // roundTrip members of the current span
 	scratch     []byte
 	keys        keySet
+	keyCache    [keyCacheSize]flatKey
+
+	lastTrace    pcommon.TraceID // the last non-empty trace id written
+	lastTraceHex [32]byte
+	lastTraceOK  bool
+
+	// The trace group of the last span, and its members as written.
+	group     TraceGroup
+	groupJSON []byte
 }
 
 // ResetTraces prepares e for the spans of ss inside rs: the service name,
@@ -62,7 +73,7 @@ func (e *Encoder) ResetTraces(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans) {
 		e.origin = jsonstr.Append(e.origin, v.Str())
 	}
 	var exact bool
-	e.origin, exact = e.appendFlat(e.origin, `"resource.attributes`, res.Attributes())
+	e.origin, exact = e.appendFlat(e.origin, `,"resource.attributes.`, res.Attributes())
 	if !exact {
 		e.originExact = e.appendExactMap(e.originExact, `,"resource":`, res.Attributes())
 	}
@@ -96,6 +107,15 @@ var kindNames = [...]string{"SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", "SPAN
 
 const unrecognizedKind = "UNRECOGNIZED"
 
+// kindMembers are the kind members as written, with the name of the member
+// after them.
+var kindMembers = func() (m [len(kindNames)]string) {
+	for i, n := range kindNames {
+		m[i] = `,"kind":"` + n + `","startTime":`
+	}
+	return m
+}()
+
 // KindName is the string a span document's kind field holds for k.
 func KindName(k ptrace.SpanKind) string {
 	if k >= 0 && int(k) < len(kindNames) {
@@ -110,9 +130,14 @@ func KindName(k ptrace.SpanKind) string {
 func (e *Encoder) AppendSpan(dst []byte, span ptrace.Span, g *TraceGroup) []byte {
 	e.exact = e.exact[:0]
 	dst = append(dst, `{"traceId":"`...)
-	tid := span.TraceID()
-	if !tid.IsEmpty() {
+	// Spans of one trace mostly come together: the last trace id's hex
+	// is kept.
+	if tid := span.TraceID(); tid == e.lastTrace && e.lastTraceOK {
+		dst = append(dst, e.lastTraceHex[:]...)
+	} else if !tid.IsEmpty() {
 		dst = appendHex(dst, tid[:])
+		copy(e.lastTraceHex[:], dst[len(dst)-32:])
+		e.lastTrace, e.lastTraceOK = tid, true
 	}
 	dst = append(dst, `","spanId":"`...)
 	if id := span.SpanID(); !id.IsEmpty() {
@@ -122,61 +147,74 @@ func (e *Encoder) AppendSpan(dst []byte, span ptrace.Span, g *TraceGroup) []byte
 	if id := span.ParentSpanID(); !id.IsEmpty() {
 		dst = appendHex(dst, id[:])
 	}
-	dst = append(dst, `","traceState":`...)
-	dst = jsonstr.Append(dst, span.TraceState().AsRaw())
-	dst = append(dst, `,"name":`...)
+	if ts := span.TraceState().AsRaw(); ts == "" {
+		dst = append(dst, `","traceState":"","name":`...)
+	} else {
+		dst = append(dst, `","traceState":`...)
+		dst = jsonstr.Append(dst, ts)
+		dst = append(dst, `,"name":`...)
+	}
 	dst = jsonstr.Append(dst, span.Name())
-	dst = append(dst, `,"kind":"`...)
 	k := span.Kind()
-	dst = append(dst, KindName(k)...)
-	if k < 0 || int(k) >= len(kindNames) {
+	if k >= 0 && int(k) < len(kindMembers) {
+		dst = append(dst, kindMembers[k]...)
+	} else {
+		dst = append(dst, `,"kind":"`+unrecognizedKind+`","startTime":`...)
 		e.exact = append(e.exact, `,"kind":`...)
 		e.exact = strconv.AppendInt(e.exact, int64(k), 10)
 	}
 	start, end := uint64(span.StartTimestamp()), uint64(span.EndTimestamp())
-	dst = append(dst, `","startTime":`...)
 	dst = e.clock.appendTime(dst, start)
 	dst = append(dst, `,"endTime":`...)
 	dst = e.clock.appendTime(dst, end)
 	e.exactTime(`,"startTime":"`, start)
 	e.exactTime(`,"endTime":"`, end)
 	dst = append(dst, `,"durationInNanos":`...)
-	dst = strconv.AppendInt(dst, int64(clampTime(end))-int64(clampTime(start)), 10)
+	dst = appendInt(dst, int64(clampTime(end))-int64(clampTime(start)))
 	if f := span.Flags(); f != 0 {
 		dst = append(dst, `,"flags":`...)
-		dst = strconv.AppendUint(dst, uint64(f), 10)
+		dst = appendUint(dst, uint64(f))
 	}
 	st := span.Status()
 	dst = append(dst, `,"status.code":`...)
-	dst = strconv.AppendInt(dst, int64(st.Code()), 10)
+	dst = appendInt(dst, int64(st.Code()))
 	if msg := st.Message(); msg != "" {
 		dst = append(dst, `,"status.message":`...)
 		dst = jsonstr.Append(dst, msg)
 	}
 	if g != nil {
-		dst = append(dst, `,"traceGroup":`...)
-		dst = jsonstr.Append(dst, g.Name)
-		dst = append(dst, `,"traceGroupFields":{"endTime":`...)
-		dst = e.clock.appendTime(dst, uint64(g.EndTime))
-		dst = append(dst, `,"durationInNanos":`...)
-		dst = strconv.AppendInt(dst, g.DurationNanos, 10)
-		dst = append(dst, `,"statusCode":`...)
-		dst = strconv.AppendInt(dst, int64(g.StatusCode), 10)
-		dst = append(dst, '}')
+		if len(e.groupJSON) == 0 || *g != e.group {
+			e.group = *g
+			b := append(e.groupJSON[:0], `,"traceGroup":`...)
+			b = jsonstr.Append(b, g.Name)
+			b = append(b, `,"traceGroupFields":{"endTime":`...)
+			b = e.clock.appendTime(b, uint64(g.EndTime))
+			b = append(b, `,"durationInNanos":`...)
+			b = strconv.AppendInt(b, g.DurationNanos, 10)
+			b = append(b, `,"statusCode":`...)
+			b = strconv.AppendInt(b, int64(g.StatusCode), 10)
+			e.groupJSON = append(b, '}')
+		}
+		dst = append(dst, e.groupJSON...)
 	}
 	var exact bool
-	dst, exact = e.appendFlat(dst, `"span.attributes`, span.Attributes())
+	dst, exact = e.appendFlat(dst, spanLead, span.Attributes())
 	if !exact {
 		e.exact = e.appendExactMap(e.exact, `,"span":`, span.Attributes())
 	}
-	dst = append(dst, `,"droppedAttributesCount":`...)
-	dst = strconv.AppendUint(dst, uint64(span.DroppedAttributesCount()), 10)
-	dst = e.appendEvents(dst, span.Events())
-	dst = append(dst, `,"droppedEventsCount":`...)
-	dst = strconv.AppendUint(dst, uint64(span.DroppedEventsCount()), 10)
-	dst = e.appendLinks(dst, span.Links())
-	dst = append(dst, `,"droppedLinksCount":`...)
-	dst = strconv.AppendUint(dst, uint64(span.DroppedLinksCount()), 10)
+	events, links := span.Events(), span.Links()
+	if events.Len() == 0 && links.Len() == 0 && span.DroppedAttributesCount() == 0 && span.DroppedEventsCount() == 0 && span.DroppedLinksCount() == 0 {
+		dst = append(dst, `,"droppedAttributesCount":0,"events":[],"droppedEventsCount":0,"links":[],"droppedLinksCount":0`...)
+	} else {
+		dst = append(dst, `,"droppedAttributesCount":`...)
+		dst = appendUint(dst, uint64(span.DroppedAttributesCount()))
+		dst = e.appendEvents(dst, events)
+		dst = append(dst, `,"droppedEventsCount":`...)
+		dst = appendUint(dst, uint64(span.DroppedEventsCount()))
+		dst = e.appendLinks(dst, links)
+		dst = append(dst, `,"droppedLinksCount":`...)
+		dst = appendUint(dst, uint64(span.DroppedLinksCount()))
+	}
 	dst = append(dst, e.origin...)
 	if len(e.exact) > 0 || len(e.originExact) > 0 {
 		dst = append(dst, `,"roundTrip":{`...)
@@ -217,7 +255,7 @@ func (e *Encoder) appendEvents(dst []byte, events ptrace.SpanEventSlice) []byte 
 		var exact bool
 		dst, exact = e.appendObject(dst, ev.Attributes())
 		dst = append(dst, `,"droppedAttributesCount":`...)
-		dst = strconv.AppendUint(dst, uint64(ev.DroppedAttributesCount()), 10)
+		dst = appendUint(dst, uint64(ev.DroppedAttributesCount()))
 		dst = append(dst, '}')
 		if !exact || ts > maxDateNanos {
 			lossy = append(lossy, i)
@@ -266,13 +304,13 @@ func (e *Encoder) appendLinks(dst []byte, links ptrace.SpanLinkSlice) []byte {
 		dst = jsonstr.Append(dst, l.TraceState().AsRaw())
 		if f := l.Flags(); f != 0 {
 			dst = append(dst, `,"flags":`...)
-			dst = strconv.AppendUint(dst, uint64(f), 10)
+			dst = appendUint(dst, uint64(f))
 		}
 		dst = append(dst, `,"attributes":`...)
 		var exact bool
 		dst, exact = e.appendObject(dst, l.Attributes())
 		dst = append(dst, `,"droppedAttributesCount":`...)
-		dst = strconv.AppendUint(dst, uint64(l.DroppedAttributesCount()), 10)
+		dst = appendUint(dst, uint64(l.DroppedAttributesCount()))
 		dst = append(dst, '}')
 		if !exact {
 			lossy = append(lossy, i)
@@ -300,57 +338,124 @@ func (e *Encoder) appendLinks(dst []byte, links ptrace.SpanLinkSlice) []byte {
 func (e *Encoder) appendObject(dst []byte, m pcommon.Map) ([]byte, bool) {
 	dst = append(dst, '{')
 	n := len(dst)
-	dst, exact := e.appendFlat(dst, "", m)
+	dst, exact := e.appendFlat(dst, `,"`, m)
 	if len(dst) > n {
 		dst = append(dst[:n], dst[n+1:]...)
 	}
 	return append(dst, '}'), exact
 }
 
-// appendFlat writes the attributes of m as members, each with a leading
-// comma, named prefix (a quote and a path without its final dot, or "" for
-// none) + "." + the key with every '.' replaced by '@', as Data Prepper
-// names them. Values are written as flatValue does. It reports whether the
+// spanLead starts every span attribute member.
+const spanLead = `,"span.attributes.`
+
+// appendKey writes lead and the flat form of key (every '.' replaced by
+// '@', escaped as a JSON string) with its closing quote and the colon
+// after it, and reports whether key held an '@'. Span attribute keys
+// repeat from span to span: their members' names are kept in a small
+// direct-mapped cache, so most cost one comparison and one copy.
+func (e *Encoder) appendKey(dst []byte, lead, key string) ([]byte, bool) {
+	var slot *flatKey
+	if lead == spanLead {
+		slot = &e.keyCache[keySlot(key)]
+		if slot.key == key && slot.flat != "" {
+			return append(dst, slot.flat...), slot.hadAt
+		}
+	}
+	n := len(dst)
+	dst = append(dst, lead...)
+	q := len(dst)
+	dst = jsonstr.Append(dst, key) // "key"
+	dst = append(dst[:q], dst[q+1:]...)
+	hadAt := flattenKey(dst[q : len(dst)-1])
+	dst = append(dst, ':')
+	if slot != nil && len(key) <= maxCachedKey && slot.flat == "" {
+		// A slot keeps the first key it got: keys that share one never
+		// evict each other (and allocate) span after span.
+		*slot = flatKey{key: strings.Clone(key), flat: string(dst[n:]), hadAt: hadAt}
+	}
+	return dst, hadAt
+}
+
+// keySlot picks key's slot in the key cache from its length and its
+// first and last bytes.
+func keySlot(key string) int {
+	n := len(key)
+	if n == 0 {
+		return 0
+	}
+	h := (uint32(n) ^ uint32(key[0])<<8 ^ uint32(key[n/2])<<16 ^ uint32(key[n-1])<<24) * 0x9e3779b1
+	return int(h>>23) & (keyCacheSize - 1)
+}
+
+// The key cache has keyCacheSize slots for keys of up to maxCachedKey
+// bytes.
+const (
+	keyCacheSize = 512
+	maxCachedKey = 128
+)
+
+// flatKey is a cached key and its member's name as written: spanLead,
+// the flat key, its closing quote and the colon.
+type flatKey struct {
+	key, flat string
+	hadAt     bool
+}
+
+// flattenKey replaces every '.' of key with '@' in place, eight bytes at a
+// time (SWAR), and reports whether key held an '@' before.
+func flattenKey(key []byte) (hadAt bool) {
+	const lo, hi, low7 = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
+	// zeros has the high bit set in every byte of v that is zero.
+	zeros := func(v uint64) uint64 { return ^((v&low7 + low7) | v) & hi }
+	i := 0
+	for ; i+8 <= len(key); i += 8 {
+		x := binary.LittleEndian.Uint64(key[i:])
+		if zeros(x^(lo*'@')) != 0 {
+			hadAt = true
+		}
+		if dots := zeros(x ^ (lo * '.')); dots != 0 {
+			binary.LittleEndian.PutUint64(key[i:], x^(dots>>7)*('.'^'@'))
+		}
+	}
+	for ; i < len(key); i++ {
+		switch key[i] {
+		case '.':
+			key[i] = '@'
+		case '@':
+			hadAt = true
+		}
+	}
+	return hadAt
+}
+
+// appendFlat writes the attributes of m as members, each starting with
+// lead (a comma, a quote and the path prefix: `,"span.attributes.`, or
+// `,"` for none) followed by the key with every '.' replaced by '@', as
+// Data Prepper names them. Values are written as flatValue does. It reports whether the
 // members give m back exactly (else the caller keeps m under roundTrip): no
 // key holds '@' or is empty or blank (such a key is not written: OpenSearch
 // refuses an empty field name), and every value is a string, int, bool or
 // finite double. Of keys that read the same once written only the first is
 // written.
-func (e *Encoder) appendFlat(dst []byte, prefix string, m pcommon.Map) ([]byte, bool) {
+func (e *Encoder) appendFlat(dst []byte, lead string, m pcommon.Map) ([]byte, bool) {
 	exact := true
 	e.keys.reset()
 	for k, v := range m.All() {
-		if strings.TrimSpace(k) == "" {
+		if k == "" || (k[0] <= ' ' || k[0] >= 0x80) && strings.TrimSpace(k) == "" {
 			exact = false
 			continue
 		}
 		mark := len(dst)
-		dst = append(dst, ',')
-		var keyStart int
-		if prefix != "" {
-			dst = append(dst, prefix...)
-			q := len(dst)
-			dst = jsonstr.Append(dst, k)
-			dst[q] = '.' // the key's opening quote becomes the path's dot
-			keyStart = q + 1
-		} else {
-			dst = jsonstr.Append(dst, k)
-			keyStart = mark + 2
+		keyStart := mark + len(lead)
+		var hadAt bool
+		dst, hadAt = e.appendKey(dst, lead, k)
+		if hadAt {
+			exact = false
 		}
-		key := dst[keyStart : len(dst)-1]
-		for i, c := range key {
-			switch c {
-			case '.':
-				key[i] = '@'
-			case '@':
-				exact = false
-			}
-		}
-		if e.keys.seen(dst, keyStart, len(key)) {
+		if e.keys.seen(dst, keyStart, len(dst)-2-keyStart) {
 			dst = dst[:mark]
 			continue
 		}
-		dst = append(dst, ':')
 		var ok bool
 		dst, ok = e.flatValue(dst, v)
 		exact = exact && ok
@@ -368,66 +473,22 @@ func (e *Encoder) flatValue(dst []byte, v pcommon.Value) ([]byte, bool) {
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
 		return jsonstr.Append(dst, v.Str()), true
-	case pcommon.ValueTypeInt:
-		return strconv.AppendInt(dst, v.Int(), 10), true
-	case pcommon.ValueTypeBool:
-		if v.Bool() {
-			return append(dst, "true"...), true
-		}
-		return append(dst, "false"...), true
+	case pcommon.ValueTypeInt, pcommon.ValueTypeBool:
+		return appendValue(dst, v, false), true
 	case pcommon.ValueTypeDouble:
 		f := v.Double()
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return appendNonFinite(dst, f), false
-		}
-		return appendDouble(dst, f), true
+		return appendValue(dst, v, false), !math.IsNaN(f) && !math.IsInf(f, 0)
 	case pcommon.ValueTypeBytes:
-		return appendBase64(dst, v.Bytes()), false
+		return appendValue(dst, v, false), false
 	case pcommon.ValueTypeSlice, pcommon.ValueTypeMap:
-		e.scratch = appendPlain(e.scratch[:0], v)
+		e.scratch = appendValue(e.scratch[:0], v, false)
 		return jsonstr.Append(dst, string(e.scratch)), false
 	}
 	return append(dst, `""`...), false
 }
 
-// appendPlain writes v as plain JSON (the text a slice or map attribute
-// gets): maps as objects with their keys as they are, slices as arrays,
-// bytes as base64 strings, non-finite doubles as strings, empty as null.
-func appendPlain(dst []byte, v pcommon.Value) []byte {
-	switch v.Type() {
-	case pcommon.ValueTypeMap:
-		dst = append(dst, '{')
-		first := true
-		for k, x := range v.Map().All() {
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = jsonstr.Append(dst, k)
-			dst = append(dst, ':')
-			dst = appendPlain(dst, x)
-		}
-		return append(dst, '}')
-	case pcommon.ValueTypeSlice:
-		s := v.Slice()
-		dst = append(dst, '[')
-		for i := range s.Len() {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendPlain(dst, s.At(i))
-		}
-		return append(dst, ']')
-	case pcommon.ValueTypeEmpty:
-		return append(dst, "null"...)
-	}
-	var e Encoder
-	out, _ := e.flatValue(dst, v)
-	return out
-}
-
 // appendExactMap writes key and m as a list of [key, value] pairs with
-// typed values (appendTyped), the form roundTrip keeps attributes in. Of
+// typed values (appendValue), the form roundTrip keeps attributes in. Of
 // keys that read the same once written only the first is kept.
 func (e *Encoder) appendExactMap(dst []byte, key string, m pcommon.Map) []byte {
 	dst = append(dst, key...)
@@ -457,23 +518,26 @@ func appendTypedPairs(dst []byte, m pcommon.Map) []byte {
 			seen[string(dst[ks:])] = struct{}{}
 		}
 		dst = append(dst, ',')
-		dst = appendTyped(dst, v)
+		dst = appendValue(dst, v, true)
 		dst = append(dst, ']')
 	}
 	return append(dst, ']')
 }
 
-// appendTyped writes v so that its type reads back: a string, bool or int
-// as itself, a finite double with a '.' or an exponent, empty as null, a
-// slice as an array of typed values, and the rest as one-member objects:
-// {"d":"NaN"|"Infinity"|"-Infinity"}, {"y":base64 of bytes} and
-// {"m":[[key, typed value], …]} for a map.
-func appendTyped(dst []byte, v pcommon.Value) []byte {
+// appendValue writes v as JSON. Typed, so that its type reads back: a
+// string, bool or int as itself, a finite double with a '.' or an
+// exponent, empty as null, a slice as an array of typed values, and the
+// rest as one-member objects: {"d":"NaN"|"Infinity"|"-Infinity"}, {"y":
+// base64 of bytes} and {"m":[[key, typed value], …]} for a map. Plain
+// (the JSON text a slice or map attribute gets): maps as objects with
+// their keys as they are, bytes as base64 strings, non-finite doubles as
+// strings.
+func appendValue(dst []byte, v pcommon.Value, typed bool) []byte {
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
 		return jsonstr.Append(dst, v.Str())
 	case pcommon.ValueTypeInt:
-		return strconv.AppendInt(dst, v.Int(), 10)
+		return appendInt(dst, v.Int())
 	case pcommon.ValueTypeBool:
 		if v.Bool() {
 			return append(dst, "true"...)
@@ -481,12 +545,15 @@ func appendTyped(dst []byte, v pcommon.Value) []byte {
 		return append(dst, "false"...)
 	case pcommon.ValueTypeDouble:
 		f := v.Double()
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			dst = append(dst, `{"d":`...)
-			return append(appendNonFinite(dst, f), '}')
+		if !typed || !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return ss4o.AppendDouble(dst, f)
 		}
-		return appendDouble(dst, f)
+		dst = append(dst, `{"d":`...)
+		return append(ss4o.AppendDouble(dst, f), '}')
 	case pcommon.ValueTypeBytes:
+		if !typed {
+			return appendBase64(dst, v.Bytes())
+		}
 		dst = append(dst, `{"y":`...)
 		return append(appendBase64(dst, v.Bytes()), '}')
 	case pcommon.ValueTypeSlice:
@@ -496,38 +563,27 @@ func appendTyped(dst []byte, v pcommon.Value) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendTyped(dst, s.At(i))
+			dst = appendValue(dst, s.At(i), typed)
 		}
 		return append(dst, ']')
 	case pcommon.ValueTypeMap:
-		dst = append(dst, `{"m":`...)
-		return append(appendTypedPairs(dst, v.Map()), '}')
+		if typed {
+			dst = append(dst, `{"m":`...)
+			return append(appendTypedPairs(dst, v.Map()), '}')
+		}
+		dst = append(dst, '{')
+		n := len(dst)
+		for k, x := range v.Map().All() {
+			if len(dst) > n {
+				dst = append(dst, ',')
+			}
+			dst = jsonstr.Append(dst, k)
+			dst = append(dst, ':')
+			dst = appendValue(dst, x, false)
+		}
+		return append(dst, '}')
 	}
 	return append(dst, "null"...)
-}
-
-func appendNonFinite(dst []byte, f float64) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(dst, `"NaN"`...)
-	case f > 0:
-		return append(dst, `"Infinity"`...)
-	}
-	return append(dst, `"-Infinity"`...)
-}
-
-// appendDouble writes a finite f in the shortest form that reads back as
-// the same float64, with ".0" added when that form has neither '.' nor an
-// exponent ("-0.0" for negative zero).
-func appendDouble(dst []byte, f float64) []byte {
-	n := len(dst)
-	dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
-	for _, c := range dst[n:] {
-		if c == '.' || c == 'e' {
-			return dst
-		}
-	}
-	return append(dst, ".0"...)
 }
 
 func appendBase64(dst []byte, b pcommon.ByteSlice) []byte {
@@ -544,19 +600,61 @@ func appendCount(dst []byte, key string, n uint32) []byte {
 	return strconv.AppendUint(dst, uint64(n), 10)
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendHex writes b in lower-case hex.
-func appendHex(dst []byte, b []byte) []byte {
-	for len(b) >= 2 {
-		v := binary.BigEndian.Uint16(b)
-		dst = append(dst, hexDigits[v>>12], hexDigits[v>>8&0xf], hexDigits[v>>4&0xf], hexDigits[v&0xf])
-		b = b[2:]
+// hexPairs holds the two lower-case hex digits of every byte value, as
+// little-endian 16-bit words (the first digit in the low byte).
+var hexPairs = func() (t [256]uint16) {
+	const digits = "0123456789abcdef"
+	for i := range t {
+		t[i] = uint16(digits[i>>4]) | uint16(digits[i&0xf])<<8
 	}
-	for _, c := range b {
-		dst = append(dst, hexDigits[c>>4], hexDigits[c&0xf])
+	return t
+}()
+
+// appendHex writes b in lower-case hex, one 16-bit store per byte.
+func appendHex(dst []byte, b []byte) []byte {
+	n := len(dst)
+	dst = slices.Grow(dst, 2*len(b))[:n+2*len(b)]
+	out := dst[n:]
+	for len(b) >= 4 && len(out) >= 8 {
+		binary.LittleEndian.PutUint64(out, uint64(hexPairs[b[0]])|uint64(hexPairs[b[1]])<<16|
+			uint64(hexPairs[b[2]])<<32|uint64(hexPairs[b[3]])<<48)
+		b, out = b[4:], out[8:]
+	}
+	for i, c := range b {
+		binary.LittleEndian.PutUint16(out[2*i:], hexPairs[c])
 	}
 	return dst
+}
+
+// appendUint writes n in decimal, two digits per step.
+func appendUint(dst []byte, n uint64) []byte {
+	if n < 10 {
+		return append(dst, byte('0'+n))
+	}
+	var b [20]byte
+	i := len(b)
+	for n >= 100 {
+		r := n % 100
+		n /= 100
+		i -= 2
+		b[i], b[i+1] = digitPairs[2*r], digitPairs[2*r+1]
+	}
+	if n >= 10 {
+		i -= 2
+		b[i], b[i+1] = digitPairs[2*n], digitPairs[2*n+1]
+	} else {
+		i--
+		b[i] = byte('0' + n)
+	}
+	return append(dst, b[i:]...)
+}
+
+// appendInt writes n in decimal.
+func appendInt(dst []byte, n int64) []byte {
+	if n < 0 {
+		return appendUint(append(dst, '-'), uint64(-n)) // -MinInt64 wraps to itself, as a uint64 its magnitude
+	}
+	return appendUint(dst, uint64(n))
 }
 
 // keySet finds members whose names repeat one written before, in the

@@ -2,6 +2,8 @@ package otelv1
 
 import (
 	"encoding/json"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +143,16 @@ func TestTemplatesAreJSON(t *testing.T) {
 		if len(v.IndexPatterns) != 1 || len(v.Template.Mappings.Properties) == 0 {
 			t.Fatalf("%s: %s", name, body)
 		}
+	}
+}
+
+func TestAppendInt(t *testing.T) {
+	for _, n := range []int64{0, 9, 10, 99, 100, 101, 999, 1000, 12345678, -1, -10, -99, -100, math.MaxInt64, math.MinInt64} {
+		if got, want := string(appendInt(nil, n)), strconv.FormatInt(n, 10); got != want {
+			t.Errorf("appendInt(%d) = %s", n, got)
+		}
+	}
+	if got := string(appendUint(nil, math.MaxUint64)); got != strconv.FormatUint(math.MaxUint64, 10) {
+		t.Errorf("appendUint(MaxUint64) = %s", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -231,4 +232,34 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkRoundTrip(t, &source{b: b}, &reused)
 	})
+}
+
+// Repeated keys (a map from the wire can hold them) and keys equal once
+// invalid UTF-8 is replaced are written once, the first, and read back so.
+func TestRepeatedKeysKeepTheFirst(t *testing.T) {
+	const wire = `{"resourceSpans":[{"resource":{"attributes":[{"key":"r","value":{"intValue":"1"}},{"key":"r","value":{"intValue":"2"}}]},` +
+		`"scopeSpans":[{"spans":[{"name":"s","attributes":[` +
+		`{"key":"a","value":{"stringValue":"first"}},{"key":"a","value":{"stringValue":"second"}},` +
+		`{"key":"b\xff","value":{"boolValue":true}},{"key":"b\xfe","value":{"boolValue":false}}]}]}]}]}`
+	raw := strings.NewReplacer(`b\xff`, "b\xff", `b\xfe`, "b\xfe").Replace(wire)
+	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().Len(); n != 4 {
+		t.Fatalf("the wire map holds %d attributes, want 4 (repeats kept)", n)
+	}
+	doc, back := encodeDecode(t, td, nil)
+	checkFlatKeys(t, doc)
+	want := ptrace.NewTraces()
+	td.CopyTo(want)
+	normalise(want)
+	if !bytes.Equal(protoBytes(t, want), protoBytes(t, back)) {
+		gj, _ := (&ptrace.JSONMarshaler{}).MarshalTraces(back)
+		t.Fatalf("doc %s\nread back %s", doc, gj)
+	}
+	attrs := back.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes()
+	if v, _ := attrs.Get("a"); attrs.Len() != 2 || v.Str() != "first" {
+		t.Fatalf("attributes %v", attrs.AsRaw())
+	}
 }

@@ -81,17 +81,13 @@ func (c *clock) setSecond(secs uint64) {
 
 func put2(b []byte, v uint64) { b[0], b[1] = digitPairs[2*v], digitPairs[2*v+1] }
 
-// digitPairs holds "00" to "99".
-const digitPairs = "00010203040506070809" +
-	"10111213141516171819" +
-	"20212223242526272829" +
-	"30313233343536373839" +
-	"40414243444546474849" +
-	"50515253545556575859" +
-	"60616263646566676869" +
-	"70717273747576777879" +
-	"80818283848586878889" +
-	"90919293949596979899"
+// digitPairs holds the two decimal digits of 0 to 99, in order.
+var digitPairs = func() (t [200]byte) {
+	for i := range 100 {
+		t[2*i], t[2*i+1] = byte('0'+i/10), byte('0'+i%10)
+	}
+	return t
+}()
 
 var errTimeRange = errors.New("time before 1970-01-01T00:00:00Z or after 2262-04-11T23:47:16.854775807Z")
 

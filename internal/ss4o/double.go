@@ -275,3 +275,9 @@ func decimalLen(d uint64) int {
 
 var pow10u64 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
+
+// AppendDouble writes f as the encoder writes a double value: the shortest
+// form that reads back as the same float64, always with a '.' or an
+// exponent ("1.0", "1e+21", "-0.0"), so that it reads back as a double;
+// NaN, +Inf and -Inf as the JSON strings "NaN", "Infinity", "-Infinity".
+func AppendDouble(dst []byte, f float64) []byte { return appendDouble(dst, f) }

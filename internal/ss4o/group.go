@@ -3,6 +3,8 @@ package ss4o
 import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/opensearchrouted/opensearchrouted/internal/tracegroup"
 )
 
 // LogsDecoder decodes log documents into one plog.Logs, putting records with
@@ -69,61 +71,21 @@ func (d *LogsDecoder) Logs() plog.Logs {
 }
 
 // TracesDecoder is LogsDecoder for spans.
-type TracesDecoder struct {
-	traces    ptrace.Traces
-	started   bool
-	resources map[string]int
-	scopes    []map[string]int
-	rs        ptrace.ResourceSpans
-	ss        ptrace.ScopeSpans
-	span      ptrace.Span
-	buf       []byte
+type TracesDecoder struct{ d tracegroup.Decoder }
+
+var spanLayout = tracegroup.Layout{
+	Decode: DecodeSpan,
+	ResourceKey: func(dst []byte, rs ptrace.ResourceSpans) []byte {
+		return appendResource(dst, rs.Resource(), rs.SchemaUrl())
+	},
+	ScopeKey: func(dst []byte, ss ptrace.ScopeSpans) []byte {
+		return appendScope(dst, ss.Scope(), ss.SchemaUrl())
+	},
 }
 
 // Add decodes src (see DecodeSpan) and adds the span. On error nothing is
 // added, and the error is DecodeSpan's.
-func (d *TracesDecoder) Add(src []byte) error {
-	if !d.started {
-		d.traces = ptrace.NewTraces()
-		d.resources = map[string]int{}
-		d.scopes = d.scopes[:0]
-		d.started = true
-	}
-	if d.rs == (ptrace.ResourceSpans{}) {
-		d.rs = ptrace.NewResourceSpans()
-		d.ss = ptrace.NewScopeSpans()
-		d.span = ptrace.NewSpan()
-	}
-	if err := DecodeSpan(src, d.rs, d.ss, d.span); err != nil {
-		return err
-	}
-	d.buf = appendResource(d.buf[:0], d.rs.Resource(), d.rs.SchemaUrl())
-	ri, ok := d.resources[string(d.buf)]
-	if !ok {
-		ri = d.traces.ResourceSpans().Len()
-		d.resources[string(d.buf)] = ri
-		d.scopes = append(d.scopes, map[string]int{})
-		d.rs.MoveTo(d.traces.ResourceSpans().AppendEmpty())
-		d.rs = ptrace.NewResourceSpans()
-	}
-	rs := d.traces.ResourceSpans().At(ri)
-	d.buf = appendScope(d.buf[:0], d.ss.Scope(), d.ss.SchemaUrl())
-	si, ok := d.scopes[ri][string(d.buf)]
-	if !ok {
-		si = rs.ScopeSpans().Len()
-		d.scopes[ri][string(d.buf)] = si
-		d.ss.MoveTo(rs.ScopeSpans().AppendEmpty())
-		d.ss = ptrace.NewScopeSpans()
-	}
-	d.span.MoveTo(rs.ScopeSpans().At(si).Spans().AppendEmpty())
-	return nil
-}
+func (d *TracesDecoder) Add(src []byte) error { return d.d.Add(&spanLayout, src) }
 
 // Traces returns the spans added since the last call and starts anew.
-func (d *TracesDecoder) Traces() ptrace.Traces {
-	if !d.started {
-		return ptrace.NewTraces()
-	}
-	d.started = false
-	return d.traces
-}
+func (d *TracesDecoder) Traces() ptrace.Traces { return d.d.Traces() }

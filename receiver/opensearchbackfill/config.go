@@ -94,6 +94,9 @@ type Config struct {
 
 	// Signal is what the documents become: logs (default) or traces.
 	Signal string `mapstructure:"signal"`
+	// Mapping is the layout span documents are read in (see
+	// MappingConfig).
+	Mapping MappingConfig `mapstructure:"mapping"`
 	// Mode is once (default) or follow.
 	Mode string `mapstructure:"mode"`
 	// PollInterval is the wait between two reads in follow mode (default 30s).
@@ -210,6 +213,7 @@ func createDefaultConfig() *Config {
 		MaxRecreateAttempts: pit.DefaultMaxRecreateAttempts,
 		DedupWindow:         pit.DefaultDedupWindow,
 		Signal:              SignalLogs,
+		Mapping:             MappingConfig{Mode: MappingSS4O},
 		Mode:                ModeOnce,
 		PollInterval:        30 * time.Second,
 		FollowLag:           DefaultFollowLag,
@@ -274,6 +278,7 @@ func (c *Config) Validate() error {
 	default:
 		add("signal: %q is not one of logs, traces", c.Signal)
 	}
+	errs = append(errs, c.Mapping.validate(c.Signal)...)
 	switch c.Mode {
 	case ModeOnce:
 	case ModeFollow:

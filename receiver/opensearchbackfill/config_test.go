@@ -98,6 +98,19 @@ func TestLoadConfigDefaults(t *testing.T) {
 	}
 }
 
+func TestLoadConfigOtelV1(t *testing.T) {
+	cfg, err := loadConfig(t, "otelv1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Mapping.Mode != MappingOtelV1 || cfg.Signal != SignalTraces {
+		t.Fatalf("mapping %+v, signal %s", cfg.Mapping, cfg.Signal)
+	}
+	if def := createDefaultConfig(); def.Mapping.Mode != MappingSS4O {
+		t.Fatalf("default mapping.mode = %q", def.Mapping.Mode)
+	}
+}
+
 // Bad input is refused when the configuration is loaded, naming the key.
 func TestConfigErrorsNameTheKey(t *testing.T) {
 	for name, wants := range map[string][]string{
@@ -106,6 +119,8 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		"unstable_sort": {"sort: _doc is not stable across PITs"},
 		"bad_time":      {"start_time", "yesterday"},
 		"bad_range":     {"end_time: must be after start_time"},
+		"bad_mapping":   {`mapping.mode: "jaeger" is not one of ss4o, otel-v1`},
+		"otelv1_logs":   {`mapping.mode: "otel-v1" is a layout of span documents; it needs signal: traces, not "logs"`},
 		"bad_values": {
 			`endpoints: "ftp://x" is not an http:// or https:// URL`,
 			"indices: at least one index",

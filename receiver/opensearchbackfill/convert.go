@@ -4,6 +4,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/opensearchrouted/opensearchrouted/internal/otelv1"
 	"github.com/opensearchrouted/opensearchrouted/internal/pit"
 	"github.com/opensearchrouted/opensearchrouted/internal/ss4o"
 )
@@ -19,6 +20,9 @@ const (
 type converter struct {
 	logs   ss4o.LogsDecoder
 	traces ss4o.TracesDecoder
+	// otelV1: span documents are in the otel-v1 layout (convert_otelv1.go).
+	otelV1   bool
+	otelv1Tr otelv1.TracesDecoder
 }
 
 // skipped names a document that could not be delivered.
@@ -58,9 +62,20 @@ func (c *converter) toLogs(hits []pit.Hit) plog.Logs {
 	return ld
 }
 
-// toTraces decodes span documents; a document that is not a span cannot be
-// delivered as one and is returned in skipped.
+// spanDecoder is ss4o.TracesDecoder or otelv1.TracesDecoder.
+type spanDecoder interface {
+	Add(src []byte) error
+	Traces() ptrace.Traces
+}
+
+// toTraces decodes span documents in the configured mapping; a document
+// that is not a span cannot be delivered as one and is returned in
+// skipped.
 func (c *converter) toTraces(hits []pit.Hit) (ptrace.Traces, []skipped) {
+	var dec spanDecoder = &c.traces
+	if c.otelV1 {
+		dec = &c.otelv1Tr
+	}
 	var skip []skipped
 	for i := range hits {
 		h := &hits[i]
@@ -68,11 +83,11 @@ func (c *converter) toTraces(hits []pit.Hit) (ptrace.Traces, []skipped) {
 			skip = append(skip, skipped{h.Index, h.ID, errNoSource})
 			continue
 		}
-		if err := c.traces.Add(h.Source); err != nil {
+		if err := dec.Add(h.Source); err != nil {
 			skip = append(skip, skipped{h.Index, h.ID, err})
 		}
 	}
-	return c.traces.Traces(), skip
+	return dec.Traces(), skip
 }
 
 type constErr string

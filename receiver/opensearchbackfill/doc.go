@@ -9,7 +9,8 @@
 //	slice goroutine → internal/pit (next page, through readSelector:
 //	                  a node holding a copy of the indices' shards)
 //	                → converter (internal/ss4o: SS4O documents exactly,
-//	                  other documents as generic log records)
+//	                  other documents as generic log records; with
+//	                  mapping.mode otel-v1, internal/otelv1 span documents)
 //	                → next consumer (retried until accepted)
 //	                → checkpoint (the slice's cursor, to the storage extension)
 //

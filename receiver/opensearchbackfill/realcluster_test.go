@@ -70,6 +70,14 @@ func TestRealCluster(t *testing.T) {
 		}
 	})
 
+	// Spans written in the otel-v1 layout (internal/otelv1, into an index
+	// made from its template) read back exactly in mapping.mode otel-v1.
+	t.Run("OtelV1RoundTrip", func(t *testing.T) {
+		sent := otelV1Spans(3000)
+		writeOtelV1(t, base, sent)
+		readOtelV1(t, c.Addrs(), sent)
+	})
+
 	t.Run("NodeRestartFourSlices", func(t *testing.T) {
 		st, b := httpDo(t, "PUT", base+"/events", `{"settings":{"number_of_shards":3,"number_of_replicas":1}}`)
 		if st != 200 {

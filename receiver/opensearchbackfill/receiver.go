@@ -199,6 +199,7 @@ func (r *backfillReceiver) Start(ctx context.Context, host component.Host) (err 
 	r.slices = make([]*slice, n)
 	for i := range n {
 		s := &slice{id: i, max: n, key: fmt.Sprintf("slice_%d_of_%d", i, n)}
+		s.conv.otelV1 = r.cfg.Mapping.Mode == MappingOtelV1
 		if r.following() {
 			s.dedup = pit.NewDedupWindow(r.cfg.DedupWindow, r.cfg.MaxDedupWindow)
 			s.dedup.Keep(math.MinInt64) // everything, until the first page gives a cursor

@@ -40,6 +40,11 @@ var kindByType = map[string]fkind{
 	"object": kObject, "text": kText, "keyword": kKeyword, "long": kLong, "integer": kInteger,
 	"short": kShort, "byte": kByte, "double": kDouble, "float": kFloat, "half_float": kHalfFloat,
 	"boolean": kBoolean, "date": kDate, "date_nanos": kDateNanos,
+	// A nested field maps and checks its members as an object does (each
+	// array element is a hidden document of its own on the server, which
+	// changes queries, not what a document may hold); GET _mapping shows
+	// its type.
+	"nested": kObject,
 }
 
 type dynMode uint8
@@ -287,7 +292,7 @@ func parseFieldSpec(spec map[string]any) (*mfield, *osErr) {
 		}
 		f.spec["fields"] = subSpecs
 	}
-	if f.kind == kObject {
+	if f.kind == kObject && typ != "nested" {
 		delete(f.spec, "type") // shown only when the object has no properties
 	}
 	return f, nil

@@ -248,6 +248,19 @@ func mappingScenario(r *mapRec) {
 	)
 	r.call("mapping traces", "GET", "/ss4o_traces-a-b/_mapping"+props, "")
 
+	// A nested field (events and links of the otel-v1 span template) checks
+	// what its elements hold as an object field does.
+	r.call("create mn", "PUT", "/mn", `{"settings":{"number_of_shards":1,"number_of_replicas":0},`+
+		`"mappings":{"properties":{"events":{"type":"nested","properties":{"time":{"type":"date_nanos"}}}}}}`)
+	r.bulk("nested", "mn",
+		doc("n1", `{"events":[{"time":"2026-01-01T00:00:00Z","attributes":{"n":1}}]}`),
+		doc("n2", `{"events":[{"attributes":{"n":"one"}}]}`),
+		doc("n3", `{"events":[{"time":"not a date"}]}`),
+		doc("n4", `{"events":{"time":"2300-01-01T00:00:00Z"}}`),
+		doc("n5", `{"events":[{"attributes":{"n":2}},{"attributes":{"s":"x"}}]}`),
+	)
+	r.call("mapping nested", "GET", "/mn/_mapping"+props, "")
+
 	// An _id over 512 bytes refuses the whole request.
 	r.call("create mi", "PUT", "/mi", plain)
 	r.bulk("id 512", "mi", doc(strings.Repeat("i", 512), `{"n":1}`))
