@@ -388,12 +388,14 @@ func (e *osExporter) deliverAux(ctx context.Context, c *call) {
 func (e *osExporter) installOtelV1(ctx context.Context, deadLetter string) error {
 	seeds := e.cfg.seeds()
 	alias := e.targets.fixed
-	tmpl := strings.ReplaceAll(alias, "-", "_")
-	if err := putTemplate(ctx, e.http, seeds, tmpl, otelv1.SpanIndexTemplate(alias+"-*")); err != nil {
+	// Templates named as what they are for (Data Prepper's own are named
+	// otel-v1-apm-span-index-template and
+	// otel-v1-apm-service-map-index-template).
+	if err := putTemplate(ctx, e.http, seeds, alias, otelv1.SpanIndexTemplate(alias+"-*")); err != nil {
 		return err
 	}
 	if e.otel.smap != nil {
-		if err := putTemplate(ctx, e.http, seeds, strings.ReplaceAll(otelv1.ServiceMapIndex, "-", "_"), otelv1.ServiceMapIndexTemplate()); err != nil {
+		if err := putTemplate(ctx, e.http, seeds, otelv1.ServiceMapIndex, otelv1.ServiceMapIndexTemplate()); err != nil {
 			return err
 		}
 	}
