@@ -346,6 +346,9 @@ func (e *osExporter) edgesPass(ctx context.Context) int {
 		}
 	}
 	s.smap.done(stored)
+	if counts[edgeFailed] > 0 {
+		s.smap.forget()
+	}
 	for o, n := range counts {
 		e.tel.edges(ctx, edgeOutcome(o), n)
 	}

@@ -135,3 +135,38 @@ func BenchmarkRealClusterFixupCost(b *testing.B) {
 		b.ReportMetric(float64(wall.Milliseconds()), "fixup-wall-ms/10k")
 	}
 }
+
+// BenchmarkPushSpansMapping is the full push path per span (as
+// BenchmarkPushSpans: 3 in-process minimal nodes, routed) of whole
+// three-service traces, 1,000 spans per call, in the SS4O layout and in
+// otel-v1 (trace group pre-pass, otelv1 encoder, service-map pairing; the
+// fix-up loop idle: every root is in its call), in the same run.
+func BenchmarkPushSpansMapping(b *testing.B) {
+	w := newTAWorkload(200, time.Now().Add(-time.Hour))
+	td := w.build(func(*taSpan) bool { return true })
+	n := td.SpanCount()
+	for _, mode := range []string{MappingSS4O, MappingOtelV1} {
+		b.Run(mode, func(b *testing.B) {
+			m := newMinimalCluster(b, 3, "bench")
+			cfg := testConfig(m.urls())
+			cfg.TracesIndex = "bench"
+			cfg.Mapping.Mode = mode
+			cfg.Mapping.TraceGroups.FixupInterval = time.Hour
+			e, _ := startExporterTelemetry(b, cfg, signalTraces, false)
+			waitRouted(b, e, "bench")
+			ctx := context.Background()
+			if err := e.pushTraces(ctx, td); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := processCPU()
+			for i := 0; i < b.N; i += n {
+				if err := e.pushTraces(ctx, td); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/span")
+		})
+	}
+}

@@ -98,36 +98,42 @@ func newTAWorkload(n int, base time.Time) *taWorkload {
 		add(4, 2, "cart", "db.query", ptrace.SpanKindInternal, 3*time.Millisecond, 8*time.Millisecond, ptrace.StatusCodeUnset)
 	}
 	for c := range w.calls {
-		w.calls[c] = ptrace.NewTraces()
-		scopes := map[string]ptrace.ScopeSpans{}
-		for i := range w.spans {
-			s := &w.spans[i]
-			if s.call != c {
-				continue
-			}
-			ss, ok := scopes[s.service]
-			if !ok {
-				rs := w.calls[c].ResourceSpans().AppendEmpty()
-				rs.Resource().Attributes().PutStr("service.name", s.service)
-				ss = rs.ScopeSpans().AppendEmpty()
-				ss.Scope().SetName("workload")
-				scopes[s.service] = ss
-			}
-			sp := ss.Spans().AppendEmpty()
-			sp.SetTraceID(mustTraceID(s.trace))
-			sp.SetSpanID(mustSpanID(s.id))
-			if s.parent != "" {
-				sp.SetParentSpanID(mustSpanID(s.parent))
-			}
-			sp.SetName(s.name)
-			sp.SetKind(s.kind)
-			sp.SetStartTimestamp(pcommon.NewTimestampFromTime(s.start))
-			sp.SetEndTimestamp(pcommon.NewTimestampFromTime(s.end))
-			sp.Status().SetCode(s.status)
-			sp.Attributes().PutInt("seq", int64(s.seq))
-		}
+		w.calls[c] = w.build(func(s *taSpan) bool { return s.call == c })
 	}
 	return w
+}
+
+// build returns the spans of w that keep selects, one resource per service.
+func (w *taWorkload) build(keep func(*taSpan) bool) ptrace.Traces {
+	td := ptrace.NewTraces()
+	scopes := map[string]ptrace.ScopeSpans{}
+	for i := range w.spans {
+		s := &w.spans[i]
+		if !keep(s) {
+			continue
+		}
+		ss, ok := scopes[s.service]
+		if !ok {
+			rs := td.ResourceSpans().AppendEmpty()
+			rs.Resource().Attributes().PutStr("service.name", s.service)
+			ss = rs.ScopeSpans().AppendEmpty()
+			ss.Scope().SetName("workload")
+			scopes[s.service] = ss
+		}
+		sp := ss.Spans().AppendEmpty()
+		sp.SetTraceID(mustTraceID(s.trace))
+		sp.SetSpanID(mustSpanID(s.id))
+		if s.parent != "" {
+			sp.SetParentSpanID(mustSpanID(s.parent))
+		}
+		sp.SetName(s.name)
+		sp.SetKind(s.kind)
+		sp.SetStartTimestamp(pcommon.NewTimestampFromTime(s.start))
+		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(s.end))
+		sp.Status().SetCode(s.status)
+		sp.Attributes().PutInt("seq", int64(s.seq))
+	}
+	return td
 }
 
 func mustTraceID(h string) (id pcommon.TraceID) {

@@ -43,6 +43,17 @@ type serviceMap struct {
 	pending    map[string]*pendingEdge // by edge id
 	written    map[string]struct{}     // ids written recently
 	writtenQ   []string
+	// seen holds the pairs (with their group) whose edges are pending or
+	// written: the same pair from the next trace costs one lookup, not
+	// two edges and their hashes.
+	seen  map[pairKey]struct{}
+	seenQ []pairKey
+}
+
+// pairKey is what an edge pair's documents are made of.
+type pairKey struct {
+	parentService, childService, childName, group string
+	parentKind, childKind                         ptrace.SpanKind
 }
 
 type spanKey struct {
@@ -77,6 +88,7 @@ func newServiceMap(size, maxPending int, ttl time.Duration) *serviceMap {
 		deferred: map[pcommon.TraceID]*deferredEdges{},
 		pending:  map[string]*pendingEdge{},
 		written:  map[string]struct{}{},
+		seen:     map[pairKey]struct{}{},
 	}
 }
 
@@ -228,6 +240,22 @@ func (m *serviceMap) pairLocked(c *smCall, t pcommon.TraceID, parent, child smSp
 // written recently or queued already; it returns how many were dropped
 // (pending full).
 func (m *serviceMap) queueLocked(p smPair, group string) (dropped int) {
+	key := pairKey{p.parent.service, p.child.service, p.child.name, group, p.parent.kind, p.child.kind}
+	if _, ok := m.seen[key]; ok {
+		return 0
+	}
+	defer func() {
+		if dropped > 0 {
+			return // not all queued: the next such pair tries again
+		}
+		m.seen[key] = struct{}{}
+		m.seenQ = append(m.seenQ, key)
+		for len(m.seen) > m.size && len(m.seenQ) > 0 {
+			delete(m.seen, m.seenQ[0])
+			m.seenQ[0] = pairKey{}
+			m.seenQ = m.seenQ[1:]
+		}
+	}()
 	ps, cs := ptrace.NewSpan(), ptrace.NewSpan()
 	ps.SetName(p.parent.name)
 	ps.SetKind(p.parent.kind)
@@ -285,7 +313,7 @@ func (m *serviceMap) done(ids []string) {
 }
 
 // retry puts back an edge whose write is to be tried again; false when it
-// has had maxAttempts (the caller counts it failed).
+// has had maxAttempts (the caller counts it failed, and calls forget).
 func (m *serviceMap) retry(p *pendingEdge, maxAttempts int) bool {
 	p.attempts++
 	if p.attempts >= maxAttempts {
@@ -295,6 +323,15 @@ func (m *serviceMap) retry(p *pendingEdge, maxAttempts int) bool {
 	defer m.mu.Unlock()
 	m.pending[p.edge.ID()] = p
 	return true
+}
+
+// forget clears the pairs seen after an edge failed: the pairs that make
+// it are queued again when they come again.
+func (m *serviceMap) forget() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.seen)
+	m.seenQ = m.seenQ[:0]
 }
 
 // flushDeferred queues every deferred edge (with the group found since,
