@@ -3,6 +3,7 @@ package opensearchrouted
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -256,5 +257,47 @@ func TestOtelV1RefusedSpanDeadLettered(t *testing.T) {
 	}
 	if f := sumMetric(t, reader, "otelcol.opensearchrouted.documents.fallback", map[string]string{"fallback": "unmapped_shape"}); f != 0 {
 		t.Fatalf("unmapped_shape counted %d", f)
+	}
+}
+
+// A user who may install templates but not create the first span index
+// gets a start error naming the privileges; an answer of another kind is
+// quoted.
+func TestOtelV1BootstrapRefused(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		body   string
+		want   string
+	}{
+		{403, `{"error":{"type":"security_exception"}}`, "needs indices:admin/create and indices:admin/aliases"},
+		{400, `{"error":{"type":"invalid_index_name_exception"}}`, "PUT otel-v1-apm-span-000001: HTTP 400: " + `{"error":{"type":"invalid_index_name_exception"}}`},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case strings.HasPrefix(r.URL.Path, "/_index_template/"):
+				w.WriteHeader(200)
+			case r.Method == "HEAD" && r.URL.Path == "/"+otelv1.DefaultSpanAlias:
+				w.WriteHeader(404)
+			case r.Method == "PUT" && r.URL.Path == "/"+otelv1.FirstSpanIndex:
+				w.WriteHeader(tc.status)
+				fmt.Fprint(w, tc.body)
+			default:
+				w.WriteHeader(403)
+			}
+		}))
+		cfg := otelV1Config([]string{srv.URL})
+		e, err := newExporter(cfg, exportertestSettings(), signalTraces)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = e.start(context.Background(), nopHost())
+		srv.Close()
+		if err == nil {
+			_ = e.shutdown(context.Background())
+			t.Fatalf("HTTP %d: started", tc.status)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("HTTP %d: %v, want it to say %q", tc.status, err, tc.want)
+		}
 	}
 }
