@@ -39,8 +39,9 @@ type otelState struct {
 	smap   *serviceMap // nil: service_map.enabled is false
 	calls  sync.Pool   // *otelCall
 
-	stop chan struct{}
-	done chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	cancel context.CancelFunc // ends the loop's pass in progress
 }
 
 // Bounds of one fix-up or service-map pass.
@@ -184,6 +185,8 @@ func (e *osExporter) otelAfter(ctx context.Context, c *call, td ptrace.Traces) {
 func (e *osExporter) startOtel() {
 	s := e.otel
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(e.cfg.Mapping.TraceGroups.FixupInterval)
@@ -193,7 +196,7 @@ func (e *osExporter) startOtel() {
 			case <-s.stop:
 				return
 			case <-t.C:
-				e.otelTick(context.Background())
+				e.otelTick(ctx)
 			}
 		}
 	}()
@@ -208,6 +211,7 @@ func (e *osExporter) stopOtel(ctx context.Context) {
 		return
 	}
 	close(s.stop)
+	s.cancel() // what the pass in progress has not sent stays for the last one
 	<-s.done
 	s.stop = nil
 	if s.smap != nil {
