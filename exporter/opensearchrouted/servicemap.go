@@ -56,6 +56,11 @@ type pairKey struct {
 	parentKind, childKind                         ptrace.SpanKind
 }
 
+// maxOrphansPerParent bounds the children remembered for one parent that
+// has not come (a fan-out of many children of one name makes the same
+// edges anyway).
+const maxOrphansPerParent = 256
+
 type spanKey struct {
 	trace pcommon.TraceID
 	span  pcommon.SpanID
@@ -147,8 +152,12 @@ func (m *serviceMap) observe(c *smCall) (dropped int) {
 		} else {
 			o := child
 			o.orphanOf = k.span
-			m.orphans[pk] = append(m.orphans[pk], o)
-			m.order = append(m.order, pk)
+			if kids := m.orphans[pk]; len(kids) < maxOrphansPerParent {
+				if len(kids) == 0 {
+					m.order = append(m.order, pk)
+				}
+				m.orphans[pk] = append(kids, o)
+			}
 		}
 	}
 	for i, k := range c.keys {
