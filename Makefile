@@ -12,6 +12,9 @@ BENCHTIME ?= 1s
 CLUSTER_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' $(PKGS) | \
 	awk '{ for (i = 1; i <= NF; i++) if ($$i ~ /\/testbed\/cluster$$/) { print $$1; break } }')
 GO_PKGS = $(filter-out $(CLUSTER_PKGS),$(shell $(GO) list $(PKGS)))
+# Modules of their own inside the repository (their tests need packages that
+# must not enter the collector's build graph): deploy/monitoring.
+SUBMODULES ?= deploy/monitoring
 # Tests of the cluster packages that start no real cluster (for test-fast).
 REAL_CLUSTER_TESTS ?= RealCluster|RealOpenSearch|TestClusterForms|TestRoutingVectorsAgainstServer|TestSplitKeepsRoutingShards|TestTopologyShapes|TestWriteShapes|TestDataStreamShapes|TestCatShardsRelocatingShape|TestPITShapes|TestPITContextLossAfterKill|TestTinyWriteQueue|TestOrphanedNodesExit
 
@@ -19,8 +22,11 @@ REAL_CLUSTER_TESTS ?= RealCluster|RealOpenSearch|TestClusterForms|TestRoutingVec
 ## packages without real clusters run in parallel; then those with real
 ## clusters, one package at a time, so that none waits for another's
 ## cluster (only one runs on the machine at a time) inside its test timeout.
+## The SUBMODULES' tests run between them (deploy/monitoring's need the
+## prometheus and promtool binaries on PATH: .ci/run installs them).
 test: fmt-check vet check-cluster-lock
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(GO_PKGS)
+	$(MAKE) test-submodules
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -p 1 $(CLUSTER_PKGS)
 
 ## test-fast: the same without Java: every test except those of real
@@ -28,6 +34,12 @@ test: fmt-check vet check-cluster-lock
 ## any real-cluster test that the skip list misses fail, not pass.
 test-fast: fmt-check vet
 	OSR_REALCLUSTER=off $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -skip '$(REAL_CLUSTER_TESTS)' $(PKGS)
+	$(MAKE) test-submodules
+
+.PHONY: test-submodules
+test-submodules:
+	@set -e; for m in $(SUBMODULES); do echo "cd $$m && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./..."; \
+	  (cd $$m && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...); done
 
 ## check-cluster-lock: fails at once if a cluster of `make opensearch-up` holds
 ## the machine's real-cluster lock (the tests would wait for it forever).
@@ -43,6 +55,7 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+	@set -e; for m in $(SUBMODULES); do echo "cd $$m && $(GO) vet ./..."; (cd $$m && $(GO) vet ./...); done
 
 ## bench: every benchmark, with allocations (BENCH=regexp to narrow it).
 bench:

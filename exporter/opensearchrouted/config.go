@@ -111,6 +111,9 @@ type RoutingConfig struct {
 	// flight to it (default 0: discovered, the node's write thread pool
 	// size, else 4 × its processors).
 	WindowCeiling int `mapstructure:"window_ceiling"`
+	// Steering of content-id documents away from degraded nodes' shards
+	// (see SteeringConfig).
+	Steering SteeringConfig `mapstructure:"steering"`
 }
 
 // BulkConfig controls bulk requests.
@@ -199,6 +202,7 @@ func createDefaultConfig() *Config {
 			RefreshInterval:    30 * time.Second,
 			MinRefreshInterval: time.Second,
 			NodeStatsInterval:  10 * time.Second,
+			Steering:           SteeringConfig{Enabled: true},
 		},
 		Bulk: BulkConfig{
 			MaxBytes:     5 << 20,

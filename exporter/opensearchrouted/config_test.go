@@ -107,6 +107,7 @@ func TestLoadConfigEveryKey(t *testing.T) {
 		MinRefreshInterval: 2 * time.Second,
 		NodeStatsInterval:  0,
 		WindowCeiling:      16,
+		Steering:           SteeringConfig{Enabled: false},
 	}
 	want.Bulk = BulkConfig{MaxBytes: 1 << 20, MaxAttempts: 3, RetryBackoff: 250 * time.Millisecond, Transport: TransportConfighttp}
 	want.DeadLetter = DeadLetterConfig{Enabled: true, LogsIndex: "refused-logs", TracesIndex: "refused-traces"}

@@ -49,6 +49,8 @@ type part struct {
 	inScope        bool
 	scopeR, scopeS int
 	origin         origin
+
+	steer partSteer // see steer.go
 }
 
 // chunkOut is what a share encoded for one chunk of a shared call: views
@@ -366,6 +368,7 @@ func (c *call) numberRepeats(r *routing.Router, from int) {
 		if n > 0 {
 			start := len(c.ids)
 			c.ids = ss4o.AppendID(c.ids, h, n)
+			c.steerRepeat(int32(it), start)
 			c.batch.SetID(int32(it), c.id(start))
 			if c.located {
 				index, id, _ := c.batch.Item(int32(it))
@@ -380,7 +383,9 @@ func (c *call) numberRepeats(r *routing.Router, from int) {
 // location.
 func (e *osExporter) encodeLogs(c *call, ld plog.Logs) {
 	n := ld.LogRecordCount()
-	c.encodeShared(n, e.shares(n), e.router, e.workers.run, func(p *part, from, to int) { e.encodeLogRange(p, ld, from, to) })
+	e.beginSteer(c, func(rf ref) int64 { return logTime(ld, rf) })
+	c.encodeShared(n, e.shares(n), e.router, e.workers.run, func(p *part, from, to int) { p.steerFrom(&c.part); e.encodeLogRange(p, ld, from, to) })
+	e.endSteer(c)
 }
 
 // locate finds the node of items [first, Len) of p (in the share's
@@ -456,20 +461,22 @@ func (p *part) encodeLog(e *osExporter, target string, lr plog.LogRecord, r ref)
 		return
 	}
 	buf := p.batch.BeginSized(target, ss4o.ContentIDLen)
-	p.commitContent(p.enc.AppendLog(buf, lr), r)
+	p.commitContent(p.enc.AppendLog(buf, lr), r, recordTime(lr))
 }
 
 // commitContent closes an item opened by BeginSized whose source is in buf
 // with the content id of that source (its repeats numbered later, see
-// numberRepeats), for the record at r.
-func (p *part) commitContent(buf []byte, r ref) {
+// numberRepeats), for the record at r with timestamp ts (see steerNew).
+func (p *part) commitContent(buf []byte, r ref, ts int64) {
 	start := len(p.ids)
 	h := ss4o.ContentID(p.batch.OpenSource(buf))
 	p.ids = ss4o.AppendID(p.ids, h, 0)
-	if _, err := p.batch.CommitCompact(buf, p.id(start)); err != nil {
+	it, err := p.batch.CommitCompact(buf, p.id(start))
+	if err != nil {
 		p.encodeFailed++
 		return
 	}
+	p.steerNew(it, ts)
 	p.refs = append(p.refs, r)
 	p.hashes = append(p.hashes, h)
 	p.occ = append(p.occ, 0)
@@ -499,10 +506,13 @@ func binaryPutRandom(h *[16]byte) {
 // and its location.
 func (e *osExporter) encodeTraces(c *call, td ptrace.Traces) {
 	n := td.SpanCount()
+	e.beginSteer(c, func(rf ref) int64 { return spanTime(td, rf) })
 	c.encodeShared(n, e.shares(n), e.router, e.workers.run, func(p *part, from, to int) {
 		p.otel.oc = c.oc
+		p.steerFrom(&c.part)
 		e.encodeSpanRange(p, td, from, to)
 	})
+	e.endSteer(c)
 }
 
 // encodeSpanRange encodes the spans whose position in td is in [from, to).
@@ -528,7 +538,7 @@ func (e *osExporter) encodeSpanRange(p *part, td ptrace.Traces, from, to int) {
 					p.fallbacks[fbInvalidSpanID]++
 					p.perItemIDs()
 					buf := p.batch.BeginSized(target, ss4o.ContentIDLen)
-					p.commitContent(p.appendSpan(buf, span), r)
+					p.commitContent(p.appendSpan(buf, span), r, int64(span.StartTimestamp()))
 					continue
 				}
 				start := len(p.ids)

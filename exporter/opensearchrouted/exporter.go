@@ -52,6 +52,9 @@ type osExporter struct {
 	workers *workers // run a call's encoding shares and sub-bulks
 	authLog rateLimited
 	otel    *otelState // traces in mapping.mode otel-v1, else nil
+
+	steering *routing.Steering // nil: steering off (steer.go)
+	steerTel steerTel
 }
 
 func newExporter(cfg *Config, set exporter.Settings, sig signal) (*osExporter, error) {
@@ -64,6 +67,7 @@ func newExporter(cfg *Config, set exporter.Settings, sig signal) (*osExporter, e
 	}
 	e := &osExporter{cfg: cfg, set: set, log: set.Logger, signal: sig, workers: newWorkers(maxIdleWorkers, waitSpin)}
 	e.tel = newTelemetry(tb, sig)
+	e.steerTel = newSteerTel(sig)
 	e.targets.init(cfg, sig)
 	if sig == signalTraces && cfg.otelV1() {
 		e.otel = newOtelState(cfg)
@@ -78,6 +82,7 @@ func (e *osExporter) start(ctx context.Context, host component.Host) error {
 	}
 	e.shared = sh
 	e.router, e.client, e.http = sh.router, sh.client, sh.http
+	e.steering = sh.steering
 	if e.cfg.InstallTemplates {
 		deadLetter := ""
 		if e.cfg.DeadLetter.Enabled {
@@ -129,6 +134,8 @@ type shared struct {
 	http   *http.Client
 	bulkTr *bulk.Transport // the exporter's own bulk transport, if used
 	tel    *telemetry      // the first exporter's: observes the node gauges
+
+	steering *routing.Steering // nil unless routing.steering.enabled
 }
 
 var (
@@ -189,6 +196,9 @@ func acquireShared(ctx context.Context, e *osExporter, host component.Host) (*sh
 	}
 	router.Start()
 	sh := &shared{refs: 1, router: router, client: &bulk.Client{HTTP: bulkClient, Header: header}, http: httpClient, bulkTr: bulkTr, tel: e.tel}
+	if e.cfg.Routing.Enabled && e.cfg.Routing.Steering.Enabled {
+		sh.steering = routing.NewSteering(router)
+	}
 	shareds[e.cfg] = sh
 	return sh, nil
 }

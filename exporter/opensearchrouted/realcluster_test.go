@@ -74,7 +74,8 @@ func startTemplated(t *testing.T, c *cluster.Cluster, dataset string, sig signal
 //   - exactly once, by count and on resend;
 //   - Locate agrees with the server's own _search_shards;
 //   - 429s from the tiny queue: everything stored once, the window shrank;
-//   - a node killed mid-export and restarted: nothing lost or duplicated.
+//   - a node killed mid-export and restarted: nothing lost or duplicated;
+//   - steering around a degraded node (testRealClusterSteering).
 func TestRealCluster(t *testing.T) {
 	c := cluster.Start(t, cluster.Options{Nodes: 3, PerNode: []cluster.NodeOptions{{}, {}, {WriteThreads: 1, WriteQueueSize: 2}}})
 	base := c.Addr(0)
@@ -119,6 +120,8 @@ func TestRealCluster(t *testing.T) {
 			t.Fatalf("routed moves %.0f%% of round-robin's transport bytes per document; want at most 70%%", 100*ratio)
 		}
 	})
+
+	t.Run("steering", func(t *testing.T) { testRealClusterSteering(t, c) })
 
 	t.Run("new data stream routed within seconds", func(t *testing.T) {
 		cfg := testConfig(c.Addrs())

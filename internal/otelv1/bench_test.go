@@ -14,7 +14,7 @@ import (
 	"github.com/opensearchrouted/opensearchrouted/internal/ss4o"
 )
 
-// spanMix is one export call's worth of spans from two services, 64 spans
+// spanMix is one export call's worth of spans from two services, 60 spans
 // in all: per trace a server root, a client call, a database span (with a
 // long statement), an internal span without attributes, a producer span
 // with a link and a span with an error and an exception event, with

@@ -456,6 +456,10 @@ func (e *Encoder) appendFlat(dst []byte, lead string, m pcommon.Map) ([]byte, bo
 			dst = dst[:mark]
 			continue
 		}
+		if v.Type() == pcommon.ValueTypeStr { // the common case, without a call
+			dst = jsonstr.Append(dst, v.Str())
+			continue
+		}
 		var ok bool
 		dst, ok = e.flatValue(dst, v)
 		exact = exact && ok

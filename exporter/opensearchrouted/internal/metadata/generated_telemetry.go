@@ -21,6 +21,12 @@ type TelemetryBuilder struct {
 	// OtelcolOpensearchroutedDocumentsFallback counts records written
 	// otherwise than usual.
 	OtelcolOpensearchroutedDocumentsFallback metric.Int64Counter
+	// OtelcolOpensearchroutedDocumentsSteered counts documents given a
+	// steered id.
+	OtelcolOpensearchroutedDocumentsSteered metric.Int64Counter
+	// OtelcolOpensearchroutedSteeringAtRisk counts content-id records whose
+	// steering another attempt could decide otherwise.
+	OtelcolOpensearchroutedSteeringAtRisk metric.Int64Counter
 	// OtelcolOpensearchroutedDocumentsRouted counts documents by path.
 	OtelcolOpensearchroutedDocumentsRouted metric.Int64Counter
 	// OtelcolOpensearchroutedBulkRequests counts sub-bulk requests.
@@ -57,6 +63,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilde
 	b.OtelcolOpensearchroutedDocumentsFallback, err = b.meter.Int64Counter(
 		"otelcol.opensearchrouted.documents.fallback",
 		metric.WithDescription("Records written otherwise than usual, by why: a content id instead of an invalid one, or the unmapped shape after a refusal for the document's shape."),
+		metric.WithUnit("{document}"),
+	)
+	errs = errors.Join(errs, err)
+	b.OtelcolOpensearchroutedDocumentsSteered, err = b.meter.Int64Counter(
+		"otelcol.opensearchrouted.documents.steered",
+		metric.WithDescription("Documents given a steered id (their content id and a salt) at encoding, so that they land in a shard without a copy on a degraded node; counted at every attempt."),
+		metric.WithUnit("{document}"),
+	)
+	errs = errors.Join(errs, err)
+	b.OtelcolOpensearchroutedSteeringAtRisk, err = b.meter.Int64Counter(
+		"otelcol.opensearchrouted.steering.at_risk",
+		metric.WithDescription("Content-id records encoded while steering is on whose id another attempt could choose otherwise (so a resend could store them twice), by risk: future_dated (timestamp after now), before_start (timestamp before the exporter started: an earlier instance may have steered them), forgotten (timestamp where the steering history was forgotten); counted at every attempt. An upper bound: most of them were not steered and never will be."),
 		metric.WithUnit("{document}"),
 	)
 	errs = errors.Join(errs, err)

@@ -128,6 +128,8 @@ func TestTelemetryMatchesYAML(t *testing.T) {
 	tb.OtelcolOpensearchroutedDocuments.Add(ctx, 1, attrs)
 	tb.OtelcolOpensearchroutedDocumentsFallback.Add(ctx, 1, attrs)
 	tb.OtelcolOpensearchroutedDocumentsRouted.Add(ctx, 1, attrs)
+	tb.OtelcolOpensearchroutedDocumentsSteered.Add(ctx, 1, attrs)
+	tb.OtelcolOpensearchroutedSteeringAtRisk.Add(ctx, 1, attrs)
 	tb.OtelcolOpensearchroutedBulkRequests.Add(ctx, 1, attrs)
 	tb.OtelcolOpensearchroutedBulkRequestDuration.Record(ctx, 0.003, attrs)
 	tb.OtelcolOpensearchroutedBulkRequestBytes.Add(ctx, 100, attrs)
