@@ -83,6 +83,10 @@ type Config struct {
 	// document_id is attribute.
 	DocumentIDAttribute string `mapstructure:"document_id_attribute"`
 
+	// Mapping chooses the documents' layout: ss4o (default) or otel-v1
+	// (spans for Trace Analytics; see MappingConfig).
+	Mapping MappingConfig `mapstructure:"mapping"`
+
 	Routing    RoutingConfig    `mapstructure:"routing"`
 	Bulk       BulkConfig       `mapstructure:"bulk"`
 	DeadLetter DeadLetterConfig `mapstructure:"dead_letter"`
@@ -200,6 +204,7 @@ func createDefaultConfig() *Config {
 		Dataset:      "default",
 		Namespace:    "namespace",
 		DocumentID:   DocumentIDContent,
+		Mapping:      defaultMappingConfig(),
 		Routing: RoutingConfig{
 			Enabled:            true,
 			RefreshInterval:    30 * time.Second,
@@ -264,6 +269,7 @@ func (c *Config) Validate() error {
 	default:
 		add("document_id: %q is not one of content, attribute, random, none", c.DocumentID)
 	}
+	errs = append(errs, c.Mapping.validate()...)
 	if c.Routing.RefreshInterval <= 0 {
 		add("routing.refresh_interval: must be positive, got %v", c.Routing.RefreshInterval)
 	}

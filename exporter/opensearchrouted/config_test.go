@@ -114,6 +114,9 @@ func TestLoadConfigEveryKey(t *testing.T) {
 	}
 	want.Bulk = BulkConfig{MaxBytes: 1 << 20, MaxAttempts: 3, RetryBackoff: 250 * time.Millisecond, Transport: TransportConfighttp, CallTimeout: 3 * time.Minute}
 	want.DeadLetter = DeadLetterConfig{Enabled: true, LogsIndex: "refused-logs", TracesIndex: "refused-traces"}
+	want.Mapping = MappingConfig{Mode: MappingOtelV1,
+		TraceGroups: TraceGroupsConfig{CacheSize: 5000, CacheTTL: 2 * time.Minute, MaxPending: 20000, FixupInterval: 2 * time.Second, FixupAttempts: 3},
+		ServiceMap:  ServiceMapConfig{Enabled: false, CacheSize: 500}}
 
 	if v, ok := cfg.Headers.Get("X-Team"); !ok || string(v) != "observability" {
 		t.Errorf("headers = %v, want X-Team: observability", cfg.Headers)
@@ -179,6 +182,7 @@ func TestLoadConfigInvalid(t *testing.T) {
 	for name, want := range map[string][]string{
 		"no_endpoint":        {"endpoints: at least one endpoint is required"},
 		"bad_document_id":    {`document_id: "uuid" is not one of`},
+		"bad_mapping":        {`mapping.mode: "jaeger" is not one of ss4o, otel-v1`, "mapping.trace_groups.cache_size: must be at least 1", "mapping.trace_groups.fixup_interval: must be positive"},
 		"bad_dataset":        {"dataset:", "must not contain '-'"},
 		"bad_bulk":           {"bulk.max_bytes: must be at least 1024", "bulk.max_attempts: must be at least 1", `bulk.transport: "fasthttp" is not one of auto, confighttp`},
 		"credentials_in_url": {"carries credentials in the URL"},

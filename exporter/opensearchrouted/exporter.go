@@ -51,6 +51,7 @@ type osExporter struct {
 	targets targetCache
 	workers *workers // run a call's encoding shares and sub-bulks
 	authLog rateLimited
+	otel    *otelState // traces in mapping.mode otel-v1, else nil
 
 	steering *routing.Steering // nil: steering off (steer.go)
 	steerTel steerTel
@@ -68,6 +69,9 @@ func newExporter(cfg *Config, set exporter.Settings, sig signal) (*osExporter, e
 	e.tel = newTelemetry(tb, sig)
 	e.steerTel = newSteerTel(sig)
 	e.targets.init(cfg, sig)
+	if sig == signalTraces && cfg.otelV1() {
+		e.otel = newOtelState(cfg)
+	}
 	return e, nil
 }
 
@@ -84,11 +88,20 @@ func (e *osExporter) start(ctx context.Context, host component.Host) error {
 		if e.cfg.DeadLetter.Enabled {
 			deadLetter = e.deadLetterIndex()
 		}
-		if err := installTemplates(ctx, e.http, e.cfg.seeds(), e.signal, deadLetter); err != nil {
+		install := func() error { return installTemplates(ctx, e.http, e.cfg.seeds(), e.signal, deadLetter) }
+		if e.otel != nil {
+			install = func() error { return e.installOtelV1(ctx, deadLetter) }
+		}
+		if err := install(); err != nil {
 			releaseShared(e.cfg)
 			e.shared = nil
 			return err
 		}
+	}
+	if e.otel != nil {
+		e.startOtel()
+	} else if e.cfg.otelV1() {
+		e.log.Info("mapping.mode otel-v1 applies to spans: log records are written in the SS4O layout")
 	}
 	return nil
 }
@@ -97,7 +110,10 @@ func (e *osExporter) start(ctx context.Context, host component.Host) error {
 // between calls.
 const maxIdleWorkers = 64
 
-func (e *osExporter) shutdown(context.Context) error {
+func (e *osExporter) shutdown(ctx context.Context) error {
+	if e.otel != nil && e.shared != nil {
+		e.stopOtel(ctx) // its last pass sends through the router
+	}
 	e.workers.close()
 	if e.shared == nil {
 		return nil

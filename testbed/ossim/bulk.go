@@ -28,6 +28,7 @@ type bulkItem struct {
 	hasID   bool
 	routing string
 	source  []byte
+	doc     []byte // update: the partial document (see update.go)
 
 	im    *indexMeta
 	shard int
@@ -154,7 +155,14 @@ func parseBulk(body []byte, defIndex, defRouting string) ([]*bulkItem, *osErr) {
 		if it.op != "delete" && it.hasID && it.id == "" {
 			return nil, &osErr{status: 400, typ: "action_request_validation_exception", reason: "Validation Failed: 1: if _id is specified it must not be empty;"}
 		}
-		if it.op == "delete" && it.id == "" {
+		if it.op == "update" {
+			doc, e := updateDoc(it.source)
+			if e != nil && e.typ != "mapper_parsing_exception" {
+				return nil, e // the server parses update bodies with the request
+			}
+			it.doc = doc
+		}
+		if (it.op == "delete" || it.op == "update") && it.id == "" {
 			return nil, &osErr{status: 400, typ: "action_request_validation_exception", reason: "Validation Failed: 1: id is missing;"}
 		}
 		items = append(items, it)
@@ -232,9 +240,14 @@ func (c *Cluster) resolveItems(items []*bulkItem) {
 // resolveItemLocked resolves one item; with create false it returns false
 // when the index does not exist yet. Must hold c.mu (write lock if create).
 func (c *Cluster) resolveItemLocked(it *bulkItem, create bool) bool {
-	if it.op == "update" {
-		it.failWith(&osErr{status: 400, typ: "illegal_argument_exception", reason: "ossim: the update operation is not supported", index: it.name})
-		return true
+	if it.op == "update" && it.doc == nil {
+		doc, e := updateDoc(it.source)
+		if e != nil {
+			it.failWith(e)
+			it.res.index = c.writeIndexName(it.name)
+			return true
+		}
+		it.doc = doc
 	}
 	if it.op != "delete" && !validSource(it.source) {
 		it.failWith(&osErr{status: 400, typ: "mapper_parsing_exception", reason: "failed to parse"})
@@ -314,7 +327,7 @@ func (c *Cluster) resolveItemLocked(it *bulkItem, create bool) bool {
 		it.res.indexUUID = im.uuid
 		return true
 	}
-	if it.op != "delete" && im.mapping != nil {
+	if it.op != "delete" && it.op != "update" && im.mapping != nil {
 		if e := im.mapping.check(it.source, it.id); e != nil {
 			it.failWith(e)
 			it.res.index = im.name
@@ -480,6 +493,14 @@ func (n *Node) executePrimary(ctx context.Context, im *indexMeta, shard int, ite
 	for _, it := range items {
 		r := itemResult{index: im.name, term: term, total: total, ok: 1}
 		pos, exists := st.lookupLocked(it.id)
+		if it.op == "update" {
+			res, write := executeUpdate(st, im, shard, it, r)
+			if !write {
+				it.res = res
+				continue
+			}
+			r = res
+		}
 		switch it.op {
 		case "create":
 			if exists {
@@ -534,7 +555,7 @@ func (n *Node) executePrimary(ctx context.Context, im *indexMeta, shard int, ite
 	if len(targets) > 0 {
 		okCount := n.replicate(ctx, im, shard, term, items, targets)
 		for _, it := range items {
-			if it.res.errType == "" {
+			if it.res.errType == "" && it.res.result != "noop" {
 				it.res.ok += okCount
 			}
 		}
@@ -564,7 +585,7 @@ func (n *Node) replicate(ctx context.Context, im *indexMeta, shard int, term int
 	var body []byte
 	ops := 0
 	for _, it := range items {
-		if it.res.errType != "" {
+		if it.res.errType != "" || it.res.result == "noop" {
 			continue
 		}
 		ops++

@@ -220,6 +220,7 @@ func scenario(r *recorder) {
 	r.callGzip("bulk answer gzip", 1, "POST", "/_bulk", bulkBody(`{"index":{"_index":"dt-auto","_id":"gz2"}}`, `{"n":6}`))
 	r.callGzip("error answer gzip", 0, "GET", "/nope/_doc/a", "")
 	aliasScenario(r)
+	updateScenario(r)
 	big := bulkBody(`{"index":{"_index":"dt-auto","_id":"big"}}`, `{"pad":"`+strings.Repeat("p", 3<<19)+`"}`)
 	r.call("bulk above max content length", 1, "POST", "/_bulk", big)
 	r.call("bulk no final newline", 0, "POST", "/_bulk", `{"index":{"_index":"dt"}}`+"\n{}")
