@@ -89,6 +89,10 @@ type Config struct {
 	// Default empty: no custom routing.
 	RoutingAttribute string `mapstructure:"routing_attribute"`
 
+	// Mapping chooses the documents' layout: ss4o (default) or otel-v1
+	// (spans for Trace Analytics; see MappingConfig).
+	Mapping MappingConfig `mapstructure:"mapping"`
+
 	Routing    RoutingConfig    `mapstructure:"routing"`
 	Bulk       BulkConfig       `mapstructure:"bulk"`
 	DeadLetter DeadLetterConfig `mapstructure:"dead_letter"`
@@ -113,6 +117,9 @@ type RoutingConfig struct {
 	// flight to it (default 0: discovered, the node's write thread pool
 	// size, else 4 × its processors).
 	WindowCeiling int `mapstructure:"window_ceiling"`
+	// DegradedDetection marks nodes whose routed bulk requests are
+	// latency outliers degraded (see DegradedDetectionConfig).
+	DegradedDetection DegradedDetectionConfig `mapstructure:"degraded_detection"`
 	// Steering of content-id documents away from degraded nodes' shards
 	// (see SteeringConfig).
 	Steering SteeringConfig `mapstructure:"steering"`
@@ -139,6 +146,11 @@ type BulkConfig struct {
 	// confighttp always uses the collector's client. Discovery always uses
 	// the collector's client.
 	Transport string `mapstructure:"transport"`
+	// CallTimeout bounds one export call, every attempt and backoff
+	// included (default 2m; at least timeout). When it passes, requests in
+	// flight are canceled and what is not stored goes back to the
+	// collector's retry as retryable (error type call_deadline_exceeded).
+	CallTimeout time.Duration `mapstructure:"call_timeout"`
 }
 
 // DeadLetterConfig controls where records go that the server refuses in
@@ -198,11 +210,13 @@ func createDefaultConfig() *Config {
 		Dataset:      "default",
 		Namespace:    "namespace",
 		DocumentID:   DocumentIDContent,
+		Mapping:      defaultMappingConfig(),
 		Routing: RoutingConfig{
 			Enabled:            true,
 			RefreshInterval:    30 * time.Second,
 			MinRefreshInterval: time.Second,
 			NodeStatsInterval:  10 * time.Second,
+			DegradedDetection:  defaultDegradedDetection(),
 			Steering:           SteeringConfig{Enabled: true},
 		},
 		Bulk: BulkConfig{
@@ -210,6 +224,7 @@ func createDefaultConfig() *Config {
 			MaxAttempts:  4,
 			RetryBackoff: 100 * time.Millisecond,
 			Transport:    TransportAuto,
+			CallTimeout:  defaultCallTimeout,
 		},
 		DeadLetter: DeadLetterConfig{
 			Enabled:     true,
@@ -260,6 +275,7 @@ func (c *Config) Validate() error {
 	default:
 		add("document_id: %q is not one of content, attribute, random, none", c.DocumentID)
 	}
+	errs = append(errs, c.Mapping.validate()...)
 	if c.Routing.RefreshInterval <= 0 {
 		add("routing.refresh_interval: must be positive, got %v", c.Routing.RefreshInterval)
 	}
@@ -272,6 +288,7 @@ func (c *Config) Validate() error {
 	if c.Routing.WindowCeiling < 0 {
 		add("routing.window_ceiling: must not be negative (0 = discovered), got %d", c.Routing.WindowCeiling)
 	}
+	errs = append(errs, c.Routing.DegradedDetection.validate()...)
 	if c.Bulk.MaxBytes < 1024 {
 		add("bulk.max_bytes: must be at least 1024, got %d", c.Bulk.MaxBytes)
 	}
@@ -287,6 +304,9 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateCredentials()...)
 	if c.Timeout < 0 {
 		add("timeout: must not be negative, got %v", c.Timeout)
+	}
+	if err := c.validateCallTimeout(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

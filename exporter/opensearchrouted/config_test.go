@@ -108,10 +108,16 @@ func TestLoadConfigEveryKey(t *testing.T) {
 		MinRefreshInterval: 2 * time.Second,
 		NodeStatsInterval:  0,
 		WindowCeiling:      16,
-		Steering:           SteeringConfig{Enabled: false},
+		DegradedDetection: DegradedDetectionConfig{Enabled: true, Ratio: 3, MinExcess: 20 * time.Microsecond, MinRequests: 50,
+			MinHealthyNodes: 3, MaxDegradedPercent: 25, Interval: 2 * time.Second, BaseEjectionTime: time.Minute,
+			MaxEjectionTime: 10 * time.Minute, NormalizeBy: NormalizeByKiB},
+		Steering: SteeringConfig{Enabled: false},
 	}
-	want.Bulk = BulkConfig{MaxBytes: 1 << 20, MaxAttempts: 3, RetryBackoff: 250 * time.Millisecond, Transport: TransportConfighttp}
+	want.Bulk = BulkConfig{MaxBytes: 1 << 20, MaxAttempts: 3, RetryBackoff: 250 * time.Millisecond, Transport: TransportConfighttp, CallTimeout: 3 * time.Minute}
 	want.DeadLetter = DeadLetterConfig{Enabled: true, LogsIndex: "refused-logs", TracesIndex: "refused-traces"}
+	want.Mapping = MappingConfig{Mode: MappingOtelV1,
+		TraceGroups: TraceGroupsConfig{CacheSize: 5000, CacheTTL: 2 * time.Minute, MaxPending: 20000, FixupInterval: 2 * time.Second, FixupAttempts: 3},
+		ServiceMap:  ServiceMapConfig{Enabled: false, CacheSize: 500}}
 
 	if v, ok := cfg.Headers.Get("X-Team"); !ok || string(v) != "observability" {
 		t.Errorf("headers = %v, want X-Team: observability", cfg.Headers)
@@ -177,10 +183,17 @@ func TestLoadConfigInvalid(t *testing.T) {
 	for name, want := range map[string][]string{
 		"no_endpoint":        {"endpoints: at least one endpoint is required"},
 		"bad_document_id":    {`document_id: "uuid" is not one of`},
+		"bad_mapping":        {`mapping.mode: "jaeger" is not one of ss4o, otel-v1`, "mapping.trace_groups.cache_size: must be at least 1", "mapping.trace_groups.fixup_interval: must be positive"},
 		"bad_dataset":        {"dataset:", "must not contain '-'"},
 		"bad_bulk":           {"bulk.max_bytes: must be at least 1024", "bulk.max_attempts: must be at least 1", `bulk.transport: "fasthttp" is not one of auto, confighttp`},
 		"credentials_in_url": {"carries credentials in the URL"},
 		"bad_dead_letter":    {"dead_letter.logs_index:", "dead_letter.traces_index: must not be empty when dead_letter.enabled is true"},
+		"bad_degraded": {"routing.degraded_detection.ratio: must be above 1, got 0.5", "routing.degraded_detection.min_requests: must be at least 1",
+			"routing.degraded_detection.max_degraded_percent: must be between 1 and 100, got 200",
+			"routing.degraded_detection.max_ejection_time: 10s is shorter than base_ejection_time (1m0s)",
+			`routing.degraded_detection.normalize_by: "bytes" is not one of item, kib`},
+		"call_timeout_short": {"bulk.call_timeout: 30s is shorter than timeout (1m30s, one HTTP request)"},
+		"call_timeout_zero":  {"bulk.call_timeout: must be positive"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadTestdataConfig(t, name)

@@ -65,8 +65,16 @@ func (e *osExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
 	defer e.workers.leave()
 	c := e.getCall()
 	defer e.putCall(c)
+	if e.otel != nil {
+		c.oc = e.otel.before(td)
+		c.landed = resize(c.landed, td.SpanCount())
+		clear(c.landed)
+	}
 	e.encodeTraces(c, td)
 	retry, err := e.deliver(ctx, c)
+	if c.oc != nil {
+		e.otelAfter(ctx, c, td)
+	}
 	if len(retry) > 0 {
 		return consumererror.NewTraces(err, subsetTraces(td, c.refs, retry))
 	}
@@ -78,18 +86,9 @@ func (e *osExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
 // the items to hand back for retry (with the error saying why), or a
 // permanent error when some items were refused for good, or nil.
 func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
-	n := c.batch.Len()
-	c.class = resize(c.class, n)
-	c.result = resize(c.result, n)
-	clear(c.result) // an item never answered keeps the zero Outcome (see outcome)
-	c.shape = resize(c.shape, n)
-	clear(c.shape)
-	c.orig = resize(c.orig, n)
-	c.pending = c.pending[:0]
-	for i := 0; i < n; i++ {
-		c.class[i] = bulk.Retry
-		c.pending = append(c.pending, int32(i))
-	}
+	ctx, cancel := e.callContext(ctx)
+	defer cancel()
+	n := c.beginDelivery()
 	var authErr, tlsErr error
 	// An attempt is a round sent after a backoff. A round after which items
 	// moved to a new shape (see reshape) is followed by one at once that
@@ -113,17 +112,12 @@ func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
 		} else {
 			attempt++
 		}
-		c.next = c.next[:0]
-		for _, it := range c.pending {
-			if c.class[it] == bulk.Retry {
-				c.next = append(c.next, it)
-			}
-		}
-		c.pending, c.next = c.next, c.pending
+		c.keepRetryable()
 		if ctx.Err() != nil || err != nil {
 			break // refused credentials: resending now cannot help
 		}
 	}
+	markDeadline(ctx, c)
 	e.tel.routed(ctx, &c.reasons)
 
 	var counts [bulk.NumClasses]int
@@ -172,6 +166,35 @@ func (e *osExporter) deliver(ctx context.Context, c *call) ([]int32, error) {
 		return nil, consumererror.NewPermanent(permErr)
 	}
 	return nil, nil
+}
+
+// beginDelivery makes every item of c pending and retryable, in its
+// original shape, and returns their number.
+func (c *call) beginDelivery() int {
+	n := c.batch.Len()
+	c.class = resize(c.class, n)
+	c.result = resize(c.result, n)
+	clear(c.result) // an item never answered keeps the zero Outcome (see outcome)
+	c.shape = resize(c.shape, n)
+	clear(c.shape)
+	c.orig = resize(c.orig, n)
+	c.pending = c.pending[:0]
+	for i := 0; i < n; i++ {
+		c.class[i] = bulk.Retry
+		c.pending = append(c.pending, int32(i))
+	}
+	return n
+}
+
+// keepRetryable keeps pending the items of c.pending still retryable.
+func (c *call) keepRetryable() {
+	c.next = c.next[:0]
+	for _, it := range c.pending {
+		if c.class[it] == bulk.Retry {
+			c.next = append(c.next, it)
+		}
+	}
+	c.pending, c.next = c.next, c.pending
 }
 
 func (s signal) noun() string {
@@ -429,6 +452,9 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 			cls, o = c.nullID(it, j.isolated, o)
 		}
 		c.class[it] = cls
+		if int(it) < len(c.landed) && (cls == bulk.Done || cls == bulk.Duplicate) {
+			c.landed[it] = o.Index // otel-v1: where a span without its group is, for the fix-up
+		}
 		if cls != bulk.Done {
 			c.result[it] = o // only the others' are read (reportPermanent, retrySummary)
 		}
@@ -458,6 +484,9 @@ func (e *osExporter) run(ctx context.Context, c *call, j *job) {
 		reqOutcome = "throttled"
 	}
 	w.Release(tk, wo)
+	if j.node != nil && err == nil && wo == routing.Success {
+		e.router.ObserveWrite(node, elapsed, len(j.items), res.Bytes)
+	}
 	if rollover {
 		e.router.Trigger(routing.TriggerRollover)
 	}

@@ -27,6 +27,7 @@ type ref struct{ r, s, i int32 }
 type part struct {
 	batch bulk.Batch
 	enc   ss4o.Encoder // resource and scope encoded once per ScopeLogs/ScopeSpans
+	otel  otelPart     // spans in mapping.mode otel-v1
 	ids   []byte       // append-only id arena; ids are views into it
 
 	refs   []ref      // per item
@@ -108,6 +109,7 @@ func (p *part) reset() {
 	p.encodeFailed = 0
 	p.fallbacks = [numFallbacks]int{}
 	p.inScope = false
+	p.otel.oc = nil
 }
 
 // scope makes p's encoder and origin those of scope (r, s), calling reset
@@ -159,6 +161,9 @@ type call struct {
 	// scratch buffers for reshaped documents (Replace copies them)
 	scratch, scratch2 []byte
 	deadLogged        int // dead-letter warnings logged by this call
+
+	oc     *otelCall // otel-v1 spans: the call's trace groups
+	landed []string  // otel-v1 spans: per item, the index it was stored in
 
 	pending, next []int32
 	outs          []bulk.Outcome
@@ -515,7 +520,11 @@ func binaryPutRandom(h *[16]byte) {
 func (e *osExporter) encodeTraces(c *call, td ptrace.Traces) {
 	n := td.SpanCount()
 	e.beginSteer(c, func(rf ref) int64 { return spanTime(td, rf) })
-	c.encodeShared(n, e.shares(n), e.router, e.workers.run, func(p *part, from, to int) { p.steerFrom(&c.part); e.encodeSpanRange(p, td, from, to) })
+	c.encodeShared(n, e.shares(n), e.router, e.workers.run, func(p *part, from, to int) {
+		p.otel.oc = c.oc
+		p.steerFrom(&c.part)
+		e.encodeSpanRange(p, td, from, to)
+	})
 	e.endSteer(c)
 }
 
@@ -529,7 +538,7 @@ func (e *osExporter) encodeSpanRange(p *part, td ptrace.Traces, from, to int) {
 			rs := rss.At(ri)
 			ss := rs.ScopeSpans().At(si)
 			p.scope(ri, si, func() origin {
-				p.enc.ResetTraces(rs, ss)
+				p.resetTraces(rs, ss)
 				e.resourceRouting(p, rs.Resource().Attributes())
 				return e.targets.resource(rs.Resource().Attributes())
 			})
@@ -544,14 +553,14 @@ func (e *osExporter) encodeSpanRange(p *part, td ptrace.Traces, from, to int) {
 					p.fallbacks[fbInvalidSpanID]++
 					p.perItemIDs()
 					buf := p.batch.BeginSizedRouted(target, rt, ss4o.ContentIDLen)
-					p.commitContent(p.enc.AppendSpan(buf, span), r, int64(span.StartTimestamp()))
+					p.commitContent(p.appendSpan(buf, span), r, int64(span.StartTimestamp()))
 					continue
 				}
 				start := len(p.ids)
 				p.ids = ss4o.AppendSpanID(p.ids, span.TraceID(), span.SpanID())
 				// The id is known first: encode straight into the batch.
 				buf := p.batch.BeginRouted(target, p.id(start), rt)
-				buf = p.enc.AppendSpan(buf, span)
+				buf = p.appendSpan(buf, span)
 				if _, err := p.batch.Commit(buf); err != nil {
 					p.encodeFailed++
 					continue

@@ -53,6 +53,7 @@ type osExporter struct {
 	authLog rateLimited
 	// routingLog rate-limits the errors about refused routing values.
 	routingLog routingLog
+	otel       *otelState // traces in mapping.mode otel-v1, else nil
 
 	steering *routing.Steering // nil: steering off (steer.go)
 	steerTel steerTel
@@ -70,6 +71,9 @@ func newExporter(cfg *Config, set exporter.Settings, sig signal) (*osExporter, e
 	e.tel = newTelemetry(tb, sig)
 	e.steerTel = newSteerTel(sig)
 	e.targets.init(cfg, sig)
+	if sig == signalTraces && cfg.otelV1() {
+		e.otel = newOtelState(cfg)
+	}
 	return e, nil
 }
 
@@ -86,11 +90,20 @@ func (e *osExporter) start(ctx context.Context, host component.Host) error {
 		if e.cfg.DeadLetter.Enabled {
 			deadLetter = e.deadLetterIndex()
 		}
-		if err := installTemplates(ctx, e.http, e.cfg.seeds(), e.signal, deadLetter); err != nil {
+		install := func() error { return installTemplates(ctx, e.http, e.cfg.seeds(), e.signal, deadLetter) }
+		if e.otel != nil {
+			install = func() error { return e.installOtelV1(ctx, deadLetter) }
+		}
+		if err := install(); err != nil {
 			releaseShared(e.cfg)
 			e.shared = nil
 			return err
 		}
+	}
+	if e.otel != nil {
+		e.startOtel()
+	} else if e.cfg.otelV1() {
+		e.log.Info("mapping.mode otel-v1 applies to spans: log records are written in the SS4O layout")
 	}
 	return nil
 }
@@ -99,7 +112,10 @@ func (e *osExporter) start(ctx context.Context, host component.Host) error {
 // between calls.
 const maxIdleWorkers = 64
 
-func (e *osExporter) shutdown(context.Context) error {
+func (e *osExporter) shutdown(ctx context.Context) error {
+	if e.otel != nil && e.shared != nil {
+		e.stopOtel(ctx) // its last pass sends through the router
+	}
 	e.workers.close()
 	if e.shared == nil {
 		return nil
@@ -167,6 +183,7 @@ func acquireShared(ctx context.Context, e *osExporter, host component.Host) (*sh
 			e.tel.refreshed(trigger, outcome)
 			labels.settle()
 		},
+		Degraded: e.cfg.Routing.DegradedDetection.routing(),
 	})
 	if err != nil {
 		return nil, err

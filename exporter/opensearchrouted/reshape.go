@@ -52,7 +52,8 @@ func (e *osExporter) reshape(c *call) int {
 		}
 		switch c.shape[it] {
 		case shapeOriginal:
-			if bulk.IsShapeRefusal(o) && e.toUnmapped(c, it) {
+			// otel-v1 spans have no unmapped shape (see otelv1.go).
+			if bulk.IsShapeRefusal(o) && e.otel == nil && e.toUnmapped(c, it) {
 				moved++
 				continue
 			}

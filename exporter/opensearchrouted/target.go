@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/opensearchrouted/opensearchrouted/internal/otelv1"
 )
 
 // Attributes that override dataset and namespace per record or resource.
@@ -29,6 +31,9 @@ func (t *targetCache) init(cfg *Config, sig signal) {
 	t.prefix, t.fixed = "ss4o_logs-", cfg.LogsIndex
 	if sig == signalTraces {
 		t.prefix, t.fixed = "ss4o_traces-", cfg.TracesIndex
+	}
+	if sig == signalTraces && cfg.otelV1() && t.fixed == "" {
+		t.fixed = otelv1.DefaultSpanAlias
 	}
 	t.dataset, t.namespace = cfg.Dataset, cfg.Namespace
 	t.def = t.prefix + t.dataset + "-" + t.namespace

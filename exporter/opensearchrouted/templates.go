@@ -185,21 +185,42 @@ func installTemplates(ctx context.Context, c *http.Client, seeds []string, sig s
 // putTemplate PUTs body as the index template name through the first seed
 // that answers.
 func putTemplate(ctx context.Context, c *http.Client, seeds []string, name, body string) error {
+	status, msg, err := seedDo(ctx, c, seeds, http.MethodPut, "/_index_template/"+name, body)
+	switch {
+	case err != nil:
+		return fmt.Errorf("opensearchrouted: install_templates: %w", err)
+	case status/100 == 2:
+		return nil
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return fmt.Errorf("opensearchrouted: install_templates: HTTP %d: the exporter's credentials may not create index templates (needs cluster privilege indices:admin/index_template/put, e.g. manage_index_templates); install them yourself or set install_templates: false", status)
+	default:
+		return fmt.Errorf("opensearchrouted: install_templates: PUT _index_template/%s: HTTP %d: %s", name, status, msg)
+	}
+}
+
+// seedDo sends one request (path under each endpoint's own path, without
+// its query or fragment: the writes ignore them too) through the first seed
+// that answers, and returns the status and the start of the answer.
+func seedDo(ctx context.Context, c *http.Client, seeds []string, method, path, body string) (int, string, error) {
 	var last error
 	for _, s := range seeds {
 		u, err := url.Parse(s)
 		if err != nil {
-			return fmt.Errorf("opensearchrouted: install_templates: endpoint %q: %w", s, err)
+			return 0, "", fmt.Errorf("endpoint %q: %w", s, err)
 		}
-		// Under the endpoint's path; without its query or fragment (the
-		// writes ignore them too).
-		u.Path = strings.TrimSuffix(u.Path, "/") + "/_index_template/" + name
+		u.Path = strings.TrimSuffix(u.Path, "/") + path
 		u.RawPath, u.RawQuery, u.Fragment = "", "", ""
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, u.String(), strings.NewReader(body))
-		if err != nil {
-			return err
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
 		}
-		req.Header.Set("Content-Type", "application/json")
+		req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+		if err != nil {
+			return 0, "", err
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := c.Do(req)
 		if err != nil {
 			last = err
@@ -207,14 +228,7 @@ func putTemplate(ctx context.Context, c *http.Client, seeds []string, name, body
 		}
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
-		switch {
-		case resp.StatusCode/100 == 2:
-			return nil
-		case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-			return fmt.Errorf("opensearchrouted: install_templates: HTTP %d: the exporter's credentials may not create index templates (needs cluster privilege indices:admin/index_template/put, e.g. manage_index_templates); install them yourself or set install_templates: false", resp.StatusCode)
-		default:
-			return fmt.Errorf("opensearchrouted: install_templates: PUT _index_template/%s: HTTP %d: %s", name, resp.StatusCode, bytes.TrimSpace(msg))
-		}
+		return resp.StatusCode, string(bytes.TrimSpace(msg)), nil
 	}
-	return fmt.Errorf("opensearchrouted: install_templates: no endpoint answered: %w", last)
+	return 0, "", fmt.Errorf("no endpoint answered: %w", last)
 }

@@ -382,6 +382,9 @@ func (c *Client) once(ctx context.Context, tg *target, b *Batch, items []int32, 
 	if st.index != "" {
 		u = tg.indexURL(st.index)
 	}
+	if dl, ok := rctx.Deadline(); ok {
+		u = withServerTimeout(u, time.Until(dl))
+	}
 	req := (&http.Request{
 		Method:        http.MethodPost,
 		URL:           u,

@@ -1054,3 +1054,61 @@ func TestSendIndexInURL(t *testing.T) {
 		}
 	}
 }
+
+// TestSendSetsServerTimeout: every bulk request carries timeout= with the
+// time left before the client gives up (the request's own timeout or the
+// caller's deadline, whichever is sooner), so the server does not keep
+// waiting for shards after the client has gone.
+func TestSendSetsServerTimeout(t *testing.T) {
+	b, _ := testBatch(t, 4, 20)
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, r.URL.Query().Get("timeout"))
+		mu.Unlock()
+		_, resp := echoAll(readBulk(t, r.URL.Path, body))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, resp)
+	}))
+	defer srv.Close()
+	items := []int32{0, 1, 2, 3}
+	out := make([]Outcome, len(items))
+	parse := func(s string) time.Duration {
+		t.Helper()
+		d, err := time.ParseDuration(s)
+		if err != nil || !strings.HasSuffix(s, "ms") {
+			t.Fatalf("timeout=%q: not a millisecond time value", s)
+		}
+		return d
+	}
+
+	c := &Client{Timeout: 20 * time.Second}
+	if _, err := c.Send(context.Background(), srv.URL, b, items, out); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := c.Send(ctx, srv.URL, b, items, out); err != nil {
+		t.Fatal(err)
+	}
+	noLimit := &Client{}
+	if _, err := noLimit.Send(context.Background(), srv.URL, b, items, out); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 3 {
+		t.Fatalf("%d requests", len(got))
+	}
+	if d := parse(got[0]); d > 20*time.Second || d < 19*time.Second {
+		t.Errorf("request timeout 20s: server timeout %v", d)
+	}
+	if d := parse(got[1]); d > 3*time.Second || d < 2*time.Second {
+		t.Errorf("caller deadline in 3s: server timeout %v", d)
+	}
+	if got[2] != "" {
+		t.Errorf("no deadline at all: timeout=%q sent", got[2])
+	}
+}

@@ -76,6 +76,8 @@ func (f *fakeCluster) callOf(path string) string {
 		return "shards"
 	case strings.HasPrefix(path, "/_cat/aliases"):
 		return "aliases"
+	case path == "/_cluster/health":
+		return "ready"
 	}
 	return ""
 }
@@ -102,6 +104,8 @@ func (f *fakeCluster) serve(w http.ResponseWriter, r *http.Request) {
 	switch call {
 	case "ping":
 		v = map[string]any{"name": "n", "cluster_name": "c", "version": map[string]any{"number": "2.19.6", "distribution": "opensearch"}}
+	case "ready":
+		v = map[string]any{"discovered_master": true, "discovered_cluster_manager": true}
 	case "nodes":
 		v = f.nodesInfo()
 	case "node_stats":

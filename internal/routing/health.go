@@ -55,7 +55,9 @@ func (r *Router) MarkDead(n *Node, cause error) {
 	r.Trigger(TriggerNodeFailure)
 }
 
-// MarkAlive records that a request to n succeeded: a dead node is back.
+// MarkAlive records that a request to n succeeded: a dead node is back,
+// its window in slow start again (Window.Restart) and its write latency
+// judged afresh.
 func (r *Router) MarkAlive(n *Node) {
 	if n == nil || !n.dead.Load() {
 		return
@@ -67,6 +69,8 @@ func (r *Router) MarkAlive(n *Node) {
 	}
 	n.timer = nil
 	n.mu.Unlock()
+	n.window.Restart()
+	r.writes.revive(n)
 	if n.dead.Swap(false) {
 		r.log.Info("OpenSearch node is back", zap.String("node", n.Name()))
 		r.notify(n)
@@ -137,14 +141,18 @@ func (r *Router) scheduleProbe(n *Node) {
 	})
 }
 
-// probe health-checks a dead node with GET /; success brings it back.
+// probe health-checks a dead node with GET / and, once it answers, the
+// readiness check (ready); both passing bring it back.
 func (r *Router) probe(n *Node) {
 	if r.ctx.Err() != nil || !n.dead.Load() {
 		return
 	}
 	if _, err := r.ping(r.ctx, n); err == nil {
-		r.MarkAlive(n)
-		return
+		if err = r.ready(r.ctx, n); err == nil {
+			r.MarkAlive(n)
+			return
+		}
+		r.log.Debug("OpenSearch node answers but is not ready", zap.String("node", n.Name()), zap.Error(err))
 	}
 	r.scheduleProbe(n)
 }

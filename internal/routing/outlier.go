@@ -19,14 +19,15 @@ import (
 // average. Every Interval, the averages of the members seen recently are
 // compared with their median: a member whose average exceeds Ratio × the
 // median, and the median by at least MinExcess, in Confirmations
-// evaluations in a row, is ejected for
+// evaluations in a row (Blame may score members otherwise), is ejected for
 // BaseEjectionTime × (its ejection count), capped at MaxEjectionTime. The
 // count grows by one per ejection and shrinks by one per BaseEjectionTime
 // spent back in service. Guardrails: only members with MinRequests samples
 // since they were last reset are judged or count toward the median; no
 // ejection when fewer than MinCandidates members would remain in service
 // or when MaxEjectionPercent of the members are already out. A returning
-// member starts a new average.
+// member starts a new average; with Sticky, an ejected member keeps being
+// judged and returns only once it is no longer an outlier.
 //
 // Observe and Ejected are lock-free (atomics); the evaluation runs once
 // per Interval inside the Observe call that finds it due, under a mutex.
@@ -68,6 +69,26 @@ type OutlierConfig struct {
 	BaseEjectionTime, MaxEjectionTime time.Duration
 	// Now is the clock (default time.Now); tests swap it.
 	Now func() time.Time
+
+	// Sticky: an ejected member keeps its average (it is still observed:
+	// a degraded node still serves the writes for its own primaries) and
+	// returns to service only once its ejection time has passed and an
+	// evaluation no longer finds it an outlier, or once it has had no
+	// sample for 10 intervals (nothing is left to judge it by). Without
+	// Sticky, a member returns when its ejection time has passed and
+	// starts a new average.
+	Sticky bool
+	// Blame, if set, gives the score a member is judged by (in place of
+	// its own average): avg returns a member's average and whether that
+	// member has the volume to be judged (MinRequests samples, recent).
+	// It returns false to fall back on the member's own average. The
+	// median is taken over the scores of the members in service.
+	Blame func(key string, avg func(key string) (float64, bool)) (float64, bool)
+	// OnChange, if set, is called when a member is ejected (true) or
+	// returns to service (false); from an evaluation, under the
+	// detector's lock, or from the Observe that finds a non-sticky
+	// member's ejection over. It must not call back into the detector.
+	OnChange func(key string, ejected bool)
 }
 
 // OutlierMember is one member's state. Get it with Outliers.Member and
@@ -175,8 +196,9 @@ func (o *Outliers) Observe(m *OutlierMember, d time.Duration, cost float64) {
 		cost = 1
 	}
 	now := o.cfg.Now().UnixNano()
-	if u := m.ejectedUntil.Load(); u != 0 && now >= u && m.ejectedUntil.CompareAndSwap(u, 0) {
+	if u := m.ejectedUntil.Load(); !o.cfg.Sticky && u != 0 && now >= u && m.ejectedUntil.CompareAndSwap(u, 0) {
 		m.reset() // back in service: judged afresh
+		o.changed(m.key, false)
 	}
 	sample := float64(d) / cost
 	for {
@@ -208,7 +230,42 @@ func (m *OutlierMember) reset() {
 // Ejected reports whether m is out of service now.
 func (o *Outliers) Ejected(m *OutlierMember) bool {
 	u := m.ejectedUntil.Load()
+	if o.cfg.Sticky {
+		return u != 0 // an evaluation returns it
+	}
 	return u != 0 && o.cfg.Now().UnixNano() < u
+}
+
+func (o *Outliers) changed(key string, ejected bool) {
+	if o.cfg.OnChange != nil {
+		o.cfg.OnChange(key, ejected)
+	}
+}
+
+// qualified reports whether m has the volume to be judged at now.
+func (o *Outliers) qualified(m *OutlierMember, now int64) bool {
+	return m.n.Load() >= o.cfg.MinRequests && m.last.Load() >= now-10*int64(o.cfg.Interval)
+}
+
+// scorer returns the function giving a member's score at an evaluation:
+// its average, or what Blame makes of the averages.
+func (o *Outliers) scorer(all map[string]*OutlierMember, now int64) func(*OutlierMember) float64 {
+	if o.cfg.Blame == nil {
+		return (*OutlierMember).Average
+	}
+	avg := func(key string) (float64, bool) {
+		m, ok := all[key]
+		if !ok {
+			return 0, false
+		}
+		return m.Average(), o.qualified(m, now)
+	}
+	return func(m *OutlierMember) float64 {
+		if v, ok := o.cfg.Blame(m.key, avg); ok {
+			return v
+		}
+		return m.Average()
+	}
 }
 
 // Average is m's current average in ns per cost unit (0 before a sample).
@@ -227,15 +284,20 @@ func (o *Outliers) evaluate(now int64) {
 	base := int64(o.cfg.BaseEjectionTime)
 	var (
 		candidates, out int
-		judged          []*OutlierMember
+		judged, held    []*OutlierMember // held: sticky, due to return if no longer an outlier
 		avgs            []float64
 	)
-	for _, m := range *o.members.Load() {
+	all := *o.members.Load()
+	score := o.scorer(all, now)
+	for _, m := range all {
 		u := m.ejectedUntil.Load()
-		if u != 0 && now >= u && m.ejectedUntil.CompareAndSwap(u, 0) {
+		if u != 0 && now >= u && o.cfg.Sticky && m.last.Load() >= stale {
+			held = append(held, m)
+		} else if u != 0 && now >= u && m.ejectedUntil.CompareAndSwap(u, 0) {
 			m.reset()
 			m.decaySet = now
 			u = 0
+			o.changed(m.key, false)
 		}
 		if u == 0 && m.mult > 0 && now-m.decaySet >= base {
 			m.mult--
@@ -249,7 +311,7 @@ func (o *Outliers) evaluate(now int64) {
 			candidates++
 			if m.n.Load() >= o.cfg.MinRequests {
 				judged = append(judged, m)
-				avgs = append(avgs, m.Average())
+				avgs = append(avgs, score(m))
 			}
 		}
 	}
@@ -261,8 +323,22 @@ func (o *Outliers) evaluate(now int64) {
 	if len(avgs)%2 == 0 {
 		med = (avgs[len(avgs)/2-1] + med) / 2
 	}
+	outlier := func(v float64) bool { return v > o.cfg.Ratio*med && v-med >= o.cfg.MinExcess }
+	for _, m := range held {
+		if m.n.Load() >= o.cfg.MinRequests && !outlier(score(m)) {
+			m.ejectedUntil.Store(0)
+			m.decaySet = now
+			m.strikes = 0
+			out--
+			o.changed(m.key, false)
+		}
+	}
+	scores := make(map[*OutlierMember]float64, len(judged))
+	for _, m := range judged {
+		scores[m] = score(m)
+	}
 	slices.SortFunc(judged, func(a, b *OutlierMember) int {
-		switch x, y := a.Average(), b.Average(); {
+		switch x, y := scores[a], scores[b]; {
 		case x > y:
 			return -1
 		case x < y:
@@ -273,8 +349,7 @@ func (o *Outliers) evaluate(now int64) {
 	maxOut := candidates * o.cfg.MaxEjectionPercent / 100
 	inService := candidates - out
 	for _, m := range judged {
-		avg := m.Average()
-		if avg <= o.cfg.Ratio*med || avg-med < o.cfg.MinExcess {
+		if !outlier(scores[m]) {
 			m.strikes = 0
 			continue
 		}
@@ -290,5 +365,6 @@ func (o *Outliers) evaluate(now int64) {
 		o.ejects.Add(1)
 		out++
 		inService--
+		o.changed(m.key, true)
 	}
 }

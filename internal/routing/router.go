@@ -52,6 +52,9 @@ type Options struct {
 	OnRefresh func(trigger, outcome string)
 	// OnNodeState, if set, is called when a node changes state.
 	OnNodeState func(n *Node, s NodeState)
+	// Degraded configures the write-latency detector (ObserveWrite) that
+	// marks nodes degraded; off unless Degraded.Enabled.
+	Degraded DegradedConfig
 }
 
 // Refresh triggers.
@@ -106,6 +109,7 @@ type Router struct {
 
 	trigger chan string
 	rr      atomic.Uint32
+	writes  *writeDetector // nil: degraded-node detection is off
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -160,6 +164,7 @@ func New(opts Options) (*Router, error) {
 	if r.log == nil {
 		r.log = zap.NewNop()
 	}
+	r.writes = newWriteDetector(r, opts.Degraded)
 	for _, s := range opts.Seeds {
 		u, err := url.Parse(s)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -415,10 +420,10 @@ func (r *Router) Seen(name string) {
 }
 
 // Pick chooses the node for a document that cannot be routed: the alive,
-// not overloaded node with the lowest Score among those requests can go to
+// not overloaded and not degraded node with the lowest Score among those requests can go to
 // (Nodes; the coordinating-only and ingest-only ones first, roles.go),
-// ties rotating. If every node is overloaded it picks among the
-// alive ones; if every discovered node is dead, it picks among the
+// ties rotating. If every node is overloaded or degraded it picks among
+// the alive ones; if every discovered node is dead, it picks among the
 // configured endpoints, and if those are dead too it rotates over them (one
 // of them may be back). With routing disabled it is plain round-robin over
 // the healthy endpoints.
@@ -450,19 +455,20 @@ func (r *Router) Pick() *Node {
 	return r.seeds[start%len(r.seeds)]
 }
 
-// bestOf returns the alive, not overloaded node with the lowest Score (the
-// alive one if all are overloaded), ties rotating from start; nil if every
-// node is dead.
+// bestOf returns the alive, not overloaded, not degraded node with the
+// lowest Score (the alive one if all are overloaded or degraded), ties
+// rotating from start; nil if every node is dead.
 func bestOf(nodes []*Node, start int) *Node { return bestOfPass(nodes, start, 2) }
 
-// bestOfPass is bestOf with passes 1: the alive, not overloaded nodes only.
+// bestOfPass is bestOf with passes 1: the alive, not overloaded, not
+// degraded nodes only.
 func bestOfPass(nodes []*Node, start, passes int) *Node {
 	var best *Node
 	bestScore := math.Inf(1)
 	for pass := 0; pass < passes && best == nil; pass++ {
 		for i := range nodes {
 			n := nodes[(start+i)%len(nodes)]
-			if !n.Alive() || (pass == 0 && n.overloaded.Load()) {
+			if !n.Alive() || (pass == 0 && (n.overloaded.Load() || n.degraded.Load())) {
 				continue
 			}
 			if s := n.Score(); s < bestScore {

@@ -457,13 +457,7 @@ func TestDeadNodeAndResurrection(t *testing.T) {
 	r := newTestRouter(t, f, func(o *Options) {
 		o.OnNodeState = func(n *Node, s NodeState) { smu.Lock(); states = append(states, n.Name()+":"+s.String()); smu.Unlock() }
 	})
-	timers := &syncTimers{}
-	r.afterDur = timers.after
-	r.jitter = func() float64 { return 0 }
-	r.want("logs")
-	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
-		t.Fatal(err)
-	}
+	timers := discoverWithTimers(t, r)
 	var id string
 	for i := 0; ; i++ {
 		id = fmt.Sprint(i)
@@ -822,17 +816,7 @@ func TestShardCopiesMatchedByNodeID(t *testing.T) {
 // snapshot in use still has the node: it must stay registered with its
 // resurrection timer, so that it comes back when the health check passes.
 func TestFailedRefreshKeepsNodes(t *testing.T) {
-	f := threeNodes(t)
-	r := newTestRouter(t, f, nil)
-	timers := &syncTimers{}
-	r.afterDur = timers.after
-	r.jitter = func() float64 { return 0 }
-	r.want("logs")
-	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
-		t.Fatal(err)
-	}
-	n1 := r.Topology().Nodes[1]
-	r.MarkDead(n1, errors.New("connection refused"))
+	r, f, timers, n1 := deadNode(t)
 	f.set(func(f *fakeCluster) { f.nodes = []string{"n0", "n2"}; f.status["data_streams"] = 503 })
 	if err := r.Refresh(context.Background(), TriggerNodeFailure); err == nil {
 		t.Fatal("the refresh should have failed")

@@ -79,6 +79,9 @@ type Options struct {
 	// Security, when set, runs the security plugin: TLS on HTTP and
 	// transport, internal users (see Security, SecureVersions).
 	Security *Security
+	// Painless loads the lang-painless module (scripts in queries,
+	// aggregations and updates), fetched with Maven once per version.
+	Painless bool
 }
 
 // NodeOptions override Options for one node. Zero values keep the cluster-wide
@@ -193,6 +196,15 @@ func StartProcess(ctx context.Context, opts Options) (*Cluster, error) {
 		sl := *l
 		sl.classpath += string(os.PathListSeparator) + filepath.Join(dir, "*")
 		l = &sl
+	}
+	if opts.Painless {
+		dir, err := painlessDir(ctx, version, filepath.Join(l.dir, "lib"), logf)
+		if err != nil {
+			return nil, err
+		}
+		pl := *l
+		pl.classpath += string(os.PathListSeparator) + filepath.Join(dir, "*")
+		l = &pl
 	}
 	c := &Cluster{opts: opts, version: version, l: l, client: &http.Client{Timeout: 60 * time.Second}}
 	c.opts.Logf = logf
@@ -463,6 +475,9 @@ func (c *Cluster) nodeArgs(i int) []string {
 	}
 	if o.Security != nil {
 		args = append(args, "--plugin="+SecurityPluginClass)
+	}
+	if o.Painless {
+		args = append(args, "--plugin="+painlessPluginClass(c.version))
 	}
 	if len(c.nodes) > 1 {
 		var seeds, names []string

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -21,7 +20,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -278,62 +276,29 @@ func writeNodeSecurity(home string, info *SecurityInfo) error {
 // securityPluginDir unpacks the security plugin's jars for a server version
 // into the cache (once; guarded by the build lock) with Maven.
 func securityPluginDir(ctx context.Context, version string, logf func(string, ...any)) (string, error) {
-	cache, err := CacheDir()
-	if err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", fmt.Errorf("cluster: cache dir: %w", err)
-	}
-	final := filepath.Join(cache, "security-"+version+".0-"+securityLayout)
-	done := filepath.Join(final, "ok")
-	if _, err := os.Stat(done); err == nil {
-		return final, nil
-	}
-	lock, err := lockFile(ctx, filepath.Join(cache, "build.lock"), Holder{What: "security plugin " + version}, nil)
-	if err != nil {
-		return "", fmt.Errorf("cluster: launcher build lock: %w", err)
-	}
-	defer lock.Close()
-	if _, err := os.Stat(done); err == nil {
-		return final, nil
-	}
 	mvn, err := exec.LookPath("mvn")
 	if err != nil {
 		return "", errors.New("cluster: mvn not found on PATH: the security plugin is fetched with Maven (apt-get install maven)")
 	}
-	if logf != nil {
-		logf("cluster: fetching opensearch-security %s.0 into %s", version, final)
-	}
-	tmp := final + ".tmp"
-	os.RemoveAll(tmp)
-	os.RemoveAll(final)
-	steps := [][]string{{"unpack",
-		"-Dartifact=org.opensearch.plugin:opensearch-security:" + version + ".0:zip",
-		"-Dmdep.unpack.includes=*.jar,plugin-descriptor.properties"}}
-	if isMajor3OrLater(version) {
-		// 3.x's plugin extends the rule-framework module, which brings
-		// commons-collections4 in a distribution; the classpath needs it.
-		steps = append(steps, []string{"copy", "-Dartifact=org.apache.commons:commons-collections4:4.4"})
-	}
-	for _, st := range steps {
-		args := append([]string{"-B", "-q", "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:" + st[0], "-DoutputDirectory=" + tmp}, st[1:]...)
-		cmd := exec.CommandContext(ctx, mvn, args...)
-		cmd.Dir = cache
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("cluster: fetching the security plugin %s.0 (%s) with Maven failed "+
-				"(not every server release has a plugin on Maven Central; SecureVersions lists ones that do): %w\n%s",
-				version, st[1], err, tail(out.String(), 3000))
+	return cachedDir(ctx, "security-"+version+".0-"+securityLayout, "opensearch-security "+version+".0", logf, func(tmp string) error {
+		steps := [][]string{{"unpack",
+			"-Dartifact=org.opensearch.plugin:opensearch-security:" + version + ".0:zip",
+			"-Dmdep.unpack.includes=*.jar,plugin-descriptor.properties"}}
+		if isMajor3OrLater(version) {
+			// 3.x's plugin extends the rule-framework module, which brings
+			// commons-collections4 in a distribution; the classpath needs it.
+			steps = append(steps, []string{"copy", "-Dartifact=org.apache.commons:commons-collections4:4.4"})
 		}
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		return "", err
-	}
-	return final, os.WriteFile(done, []byte("ok\n"), 0o644)
+		for _, st := range steps {
+			args := append([]string{"-B", "-q", "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:" + st[0], "-DoutputDirectory=" + tmp}, st[1:]...)
+			if out, err := runMaven(ctx, mvn, filepath.Dir(tmp), args...); err != nil {
+				return fmt.Errorf("cluster: fetching the security plugin %s.0 (%s) with Maven failed "+
+					"(not every server release has a plugin on Maven Central; SecureVersions lists ones that do): %w\n%s",
+					version, st[1], err, out)
+			}
+		}
+		return nil
+	})
 }
 
 // FetchSecurityPlugin fetches (once; cached) the security plugin for a

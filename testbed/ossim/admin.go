@@ -15,6 +15,7 @@ import (
 //	POST /_ossim/nodes/<i>/stop
 //	POST /_ossim/nodes/<i>/restart
 //	POST /_ossim/nodes/<i>/latency?mean=8ms&jitter=2ms
+//	POST /_ossim/nodes/<i>/slowness?k=4
 //	POST /_ossim/nodes/<i>/queue?size=N
 //	POST /_ossim/nodes/<i>/blackhole?on=true|false
 //	POST /_ossim/nodes/<i>/reject_next?k=N
@@ -155,6 +156,12 @@ func (q *request) adminNode(i int, what string) {
 		k, err = strconv.Atoi(q.q.Get("k"))
 		if err == nil {
 			err = c.RejectNext(i, k)
+		}
+	case "slowness":
+		var k float64
+		k, err = strconv.ParseFloat(q.q.Get("k"), 64)
+		if err == nil {
+			err = c.SetSlowness(i, k)
 		}
 	case "reject_next_bulks":
 		var k int

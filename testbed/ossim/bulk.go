@@ -33,6 +33,7 @@ type bulkItem struct {
 	// (null_pointer_exception "id must not be null", as building the
 	// routing_missing_exception needs the id it does not have yet).
 	nullID bool
+	doc    []byte // update: the partial document (see update.go)
 
 	im    *indexMeta
 	shard int
@@ -165,7 +166,14 @@ func parseBulk(body []byte, defIndex, defRouting string) ([]*bulkItem, *osErr) {
 		if it.op != "delete" && it.hasID && it.id == "" {
 			return nil, &osErr{status: 400, typ: "action_request_validation_exception", reason: "Validation Failed: 1: if _id is specified it must not be empty;"}
 		}
-		if it.op == "delete" && it.id == "" {
+		if it.op == "update" {
+			doc, e := updateDoc(it.source)
+			if e != nil && e.typ != "mapper_parsing_exception" {
+				return nil, e // the server parses update bodies with the request
+			}
+			it.doc = doc
+		}
+		if (it.op == "delete" || it.op == "update") && it.id == "" {
 			return nil, &osErr{status: 400, typ: "action_request_validation_exception", reason: "Validation Failed: 1: id is missing;"}
 		}
 		items = append(items, it)
@@ -243,9 +251,14 @@ func (c *Cluster) resolveItems(items []*bulkItem) {
 // resolveItemLocked resolves one item; with create false it returns false
 // when the index does not exist yet. Must hold c.mu (write lock if create).
 func (c *Cluster) resolveItemLocked(it *bulkItem, create bool) bool {
-	if it.op == "update" {
-		it.failWith(&osErr{status: 400, typ: "illegal_argument_exception", reason: "ossim: the update operation is not supported", index: it.name})
-		return true
+	if it.op == "update" && it.doc == nil {
+		doc, e := updateDoc(it.source)
+		if e != nil {
+			it.failWith(e)
+			it.res.index = c.writeIndexName(it.name)
+			return true
+		}
+		it.doc = doc
 	}
 	if it.op != "delete" && !validSource(it.source) {
 		it.failWith(&osErr{status: 400, typ: "mapper_parsing_exception", reason: "failed to parse"})
@@ -328,7 +341,7 @@ func (c *Cluster) resolveItemLocked(it *bulkItem, create bool) bool {
 		it.failWith(&osErr{status: 400, typ: "routing_missing_exception", reason: fmt.Sprintf("routing is required for [%s]/[%s]", im.name, it.id), index: im.name})
 		return true
 	}
-	if it.op != "delete" && im.mapping != nil {
+	if it.op != "delete" && it.op != "update" && im.mapping != nil {
 		if e := im.mapping.check(it.source, it.id); e != nil {
 			it.failWith(e)
 			it.res.index = im.name
@@ -498,19 +511,21 @@ func (n *Node) executePrimary(ctx context.Context, im *indexMeta, shard int, ite
 		}
 		return true
 	}
-	if d := c.opts.ServiceBase + time.Duration(len(items))*c.opts.ServicePerItem; d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
-	}
+	n.serve(ctx, len(items))
 	st := n.ensureStore(im, shard)
 	st.mu.Lock()
+	before := st.asPrimary
 	for _, it := range items {
 		r := itemResult{index: im.name, term: term, total: total, ok: 1}
 		pos, exists := st.lookupLocked(it.id)
+		if it.op == "update" {
+			res, write := executeUpdate(st, im, shard, it, r)
+			if !write {
+				it.res = res
+				continue
+			}
+			r = res
+		}
 		switch it.op {
 		case "create":
 			if exists {
@@ -551,18 +566,21 @@ func (n *Node) executePrimary(ctx context.Context, im *indexMeta, shard int, ite
 			st.deleteLocked(it.id)
 		} else {
 			st.putAtLocked(pos, exists, storedDoc{id: it.id, routing: it.routing, source: it.source, seqNo: r.seqNo, version: r.version, term: term})
+			st.asPrimary++
 		}
 		it.res = r
 	}
+	indexed := st.asPrimary - before
 	st.mu.Unlock()
 	n.write.release()
+	n.st.indexedPrimary.Add(indexed)
 	n.st.primaryWrites.Add(1)
 	n.st.itemsPrimary.Add(int64(len(items)))
 
 	if len(targets) > 0 {
 		okCount := n.replicate(ctx, im, shard, term, items, targets)
 		for _, it := range items {
-			if it.res.errType == "" {
+			if it.res.errType == "" && it.res.result != "noop" {
 				it.res.ok += okCount
 			}
 		}
@@ -592,7 +610,7 @@ func (n *Node) replicate(ctx context.Context, im *indexMeta, shard int, term int
 	var body []byte
 	ops := 0
 	for _, it := range items {
-		if it.res.errType != "" {
+		if it.res.errType != "" || it.res.result == "noop" {
 			continue
 		}
 		ops++
@@ -619,7 +637,7 @@ func (n *Node) replicate(ctx context.Context, im *indexMeta, shard int, term int
 	if ops == 0 {
 		return 0
 	}
-	path := "/_ossim/internal/replica?uuid=" + im.uuid + "&shard=" + strconv.Itoa(shard) + "&term=" + strconv.FormatInt(term, 10)
+	path := "/_ossim/internal/replica?uuid=" + im.uuid + "&shard=" + strconv.Itoa(shard) + "&term=" + strconv.FormatInt(term, 10) + "&ops=" + strconv.Itoa(ops)
 	var okCount atomic.Int64
 	var wg sync.WaitGroup
 	for _, t := range targets {
@@ -837,8 +855,11 @@ func (q *request) handleInternalReplica() {
 	}
 	n.write.acquire(context.Background(), true)
 	defer n.write.release()
+	ops, _ := strconv.Atoi(q.q.Get("ops"))
+	n.serve(q.r.Context(), ops)
 	count := 0
 	st.mu.Lock()
+	before := st.asReplica
 	for pos, lineNo := 0, 0; pos < len(q.body); {
 		end := bytes.IndexByte(q.body[pos:], '\n') + pos
 		if end < pos {
@@ -860,9 +881,14 @@ func (q *request) handleInternalReplica() {
 			pos = end + 1
 		}
 		st.applyReplicaLocked(d, a.op == "delete")
+		if a.op != "delete" {
+			st.asReplica++
+		}
 		count++
 	}
+	indexed := st.asReplica - before
 	st.mu.Unlock()
+	n.st.indexedReplica.Add(indexed)
 	n.st.replicaWrites.Add(1)
 	n.st.itemsReplica.Add(int64(count))
 	q.reply(200, []byte(`{"ok":true}`))

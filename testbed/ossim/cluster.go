@@ -1,10 +1,12 @@
 package ossim
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"sort"
@@ -489,7 +491,9 @@ func (c *Cluster) StopNode(i int) error {
 // RestartNode restarts node i on the same port, empty: no data, no PIT
 // contexts. If it was still a member it leaves first (its replicas are
 // promoted); then it joins again and receives unassigned replicas.
-func (c *Cluster) RestartNode(i int) error {
+func (c *Cluster) RestartNode(i int) error { return c.restartNode(i, true) }
+
+func (c *Cluster) restartNode(i int, join bool) error {
 	n, err := c.nodeAt(i)
 	if err != nil {
 		return err
@@ -500,6 +504,9 @@ func (c *Cluster) RestartNode(i int) error {
 	c.mu.Unlock()
 	if err := n.listen(n.port); err != nil {
 		return fmt.Errorf("ossim: restart node %d: %w", i, err)
+	}
+	if !join {
+		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -682,6 +689,11 @@ type ShardCopy struct {
 	State   string
 	Node    int // node index, -1 when unassigned
 	RelocTo int // target node index while RELOCATING, else -1
+	// IndexedPrimary and IndexedReplica count the operations this copy
+	// executed as primary and applied as replica since its node last
+	// (re)started (the copy's indexing.index_total in
+	// GET /<index>/_stats?level=shards is their sum).
+	IndexedPrimary, IndexedReplica int64
 }
 
 // Shards returns every shard copy of an index (primary first per shard).
@@ -698,6 +710,9 @@ func (c *Cluster) Shards(index string) ([]ShardCopy, error) {
 			x := ShardCopy{Index: index, Shard: g.num, Primary: sc.primary, State: sc.state, Node: -1, RelocTo: -1}
 			if sc.node != nil {
 				x.Node = sc.node.idx
+				if st := sc.node.store(im.uuid, g.num); st != nil {
+					x.IndexedPrimary, x.IndexedReplica = st.indexed()
+				}
 			}
 			if sc.relocTo != nil {
 				x.RelocTo = sc.relocTo.idx
@@ -731,4 +746,62 @@ func randomID(n int) string {
 	b := make([]byte, (n*6+7)/8)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)[:n]
+}
+
+// SetSlowness multiplies node i's shard-level service time (ServiceBase +
+// ServicePerItem × items, see Options) by k: the primary writes it
+// executes and the replica writes it applies, each holding a write worker
+// k times as long. k = 1 restores the node; k must be ≥ 1 (a node
+// cannot be faster than the model) and finite. With a zero service time
+// the factor has nothing to multiply: use CalibratedService or set
+// ServiceBase/ServicePerItem.
+func (c *Cluster) SetSlowness(i int, k float64) error {
+	n, err := c.nodeAt(i)
+	if err != nil {
+		return err
+	}
+	if !(k >= 1) || math.IsInf(k, 0) {
+		return fmt.Errorf("ossim: SetSlowness(%d): k must be a finite factor ≥ 1, got %v", i, k)
+	}
+	if k == 1 {
+		n.slowness.Store(0)
+	} else {
+		n.slowness.Store(math.Float64bits(k))
+	}
+	return nil
+}
+
+// Slowness returns node i's service-time factor (1 unless SetSlowness
+// changed it).
+func (n *Node) Slowness() float64 {
+	if b := n.slowness.Load(); b != 0 {
+		return math.Float64frombits(b)
+	}
+	return 1
+}
+
+// serviceTime is how long a shard-level write of items operations holds a
+// write worker on n.
+func (n *Node) serviceTime(items int) time.Duration {
+	d := n.c.opts.ServiceBase + time.Duration(items)*n.c.opts.ServicePerItem
+	if b := n.slowness.Load(); b != 0 && d > 0 {
+		d = time.Duration(float64(d) * math.Float64frombits(b))
+	}
+	return d
+}
+
+// serve waits the service time of a shard-level write (or until ctx ends).
+func (n *Node) serve(ctx context.Context, items int) {
+	d := n.serviceTime(items)
+	if d <= 0 {
+		return
+	}
+	start := time.Now()
+	t := time.NewTimer(d)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+	}
+	n.st.serviceNanos.Add(int64(time.Since(start)))
 }

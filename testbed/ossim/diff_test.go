@@ -171,6 +171,7 @@ func scenario(r *recorder) {
 	sort.Strings(tuples)
 	r.note("cat shards", map[string]any{"status": st, "rows": tuples})
 	r.call("health", 1, "GET", "/_cluster/health", "")
+	r.call("local health", 1, "GET", "/_cluster/health?local=true&filter_path=discovered_master,discovered_cluster_manager", "")
 	_, nm := r.call("", 0, "GET", "/_nodes/http", "")
 	var nodeRows []string
 	for _, n := range asMap(get(nm, "nodes")) {
@@ -220,6 +221,7 @@ func scenario(r *recorder) {
 	r.callGzip("error answer gzip", 0, "GET", "/nope/_doc/a", "")
 	aliasScenario(r)
 	routingScenario(r)
+	updateScenario(r)
 	big := bulkBody(`{"index":{"_index":"dt-auto","_id":"big"}}`, `{"pad":"`+strings.Repeat("p", 3<<19)+`"}`)
 	r.call("bulk above max content length", 1, "POST", "/_bulk", big)
 	r.call("bulk no final newline", 0, "POST", "/_bulk", `{"index":{"_index":"dt"}}`+"\n{}")

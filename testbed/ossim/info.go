@@ -184,6 +184,17 @@ func (q *request) handleNodes(segs []string) {
 			if want("thread_pool") {
 				m["thread_pool"] = n.threadPoolStats()
 			}
+			if want("indices") {
+				ns := n.Stats()
+				m["indices"] = map[string]any{
+					"docs": map[string]any{"count": ns.Docs, "deleted": 0},
+					"indexing": map[string]any{
+						"index_total": ns.IndexedPrimary + ns.IndexedReplica, "index_time_in_millis": n.st.serviceNanos.Load() / 1e6,
+						"index_current": 0, "index_failed": 0, "delete_total": 0, "delete_time_in_millis": 0, "delete_current": 0,
+						"noop_update_total": 0, "is_throttled": false, "throttle_time_in_millis": 0,
+					},
+				}
+			}
 			if want("transport") {
 				m["transport"] = map[string]any{
 					"server_open": 0, "total_outbound_connections": 0,
@@ -437,6 +448,9 @@ var healthRank = map[string]int{"green": 0, "yellow": 1, "red": 2}
 
 func (q *request) handleHealth(rest []string) {
 	c := q.n.c
+	if q.q.Get("local") == "true" && q.detachedHealth() {
+		return
+	}
 	timeout := 30 * time.Second
 	if t := q.q.Get("timeout"); t != "" {
 		d, err := parseTimeValue(t)

@@ -38,7 +38,8 @@ type Node struct {
 	bhMu sync.Mutex
 	bhCh chan struct{} // non-nil while blackholed; closed to release
 
-	latMean, latJitter atomic.Int64 // ns
+	latMean, latJitter atomic.Int64  // ns
+	slowness           atomic.Uint64 // float64 bits of the service-time factor; 0 means 1 (SetSlowness)
 	rf                 readFaults
 	rejectNext         atomic.Int64
 	rejectNextBulks    atomic.Int64
@@ -68,6 +69,8 @@ type counters struct {
 	rxCount, rxBytes, txCount, txBytes atomic.Int64
 	forwardRetries, unavailableItems   atomic.Int64
 	replicaFailures, rejectedBulks     atomic.Int64
+	indexedPrimary, indexedReplica     atomic.Int64
+	serviceNanos                       atomic.Int64 // service time waited by shard writes (SetSlowness included)
 }
 
 // NodeStats are a node's server-side counters.
@@ -88,6 +91,12 @@ type NodeStats struct {
 	ItemsPrimary  int64 `json:"items_primary"`
 	ReplicaWrites int64 `json:"replica_writes"`
 	ItemsReplica  int64 `json:"items_replica"`
+	// IndexedPrimary/IndexedReplica: index and create operations that
+	// succeeded here as primary, and that were applied here as replica
+	// (deletes and refused items excluded). Their sum is the node's
+	// indices.indexing.index_total in GET /_nodes/stats.
+	IndexedPrimary int64 `json:"indexed_primary"`
+	IndexedReplica int64 `json:"indexed_replica"`
 	// GroupsForwarded/ItemsForwarded: shard groups and items this node, as
 	// coordinator, forwarded to another node holding their primary.
 	GroupsForwarded int64 `json:"groups_forwarded"`
@@ -304,7 +313,7 @@ func (s *counters) reset() {
 		&s.bulkRequests, &s.itemsReceived, &s.primaryWrites, &s.itemsPrimary, &s.replicaWrites, &s.itemsReplica,
 		&s.groupsForwarded, &s.itemsForwarded, &s.rejectedGroups, &s.rejectedItems, &s.rejectedBulks, &s.hopRequests, &s.hopBytes,
 		&s.searchRequests, &s.httpRequests, &s.rxCount, &s.rxBytes, &s.txCount, &s.txBytes,
-		&s.forwardRetries, &s.unavailableItems, &s.replicaFailures,
+		&s.forwardRetries, &s.unavailableItems, &s.replicaFailures, &s.indexedPrimary, &s.indexedReplica, &s.serviceNanos,
 	} {
 		a.Store(0)
 	}
@@ -341,6 +350,7 @@ func (n *Node) Stats() NodeStats {
 		BulkRequests: s.bulkRequests.Load(), ItemsReceived: s.itemsReceived.Load(),
 		PrimaryWrites: s.primaryWrites.Load(), ItemsPrimary: s.itemsPrimary.Load(),
 		ReplicaWrites: s.replicaWrites.Load(), ItemsReplica: s.itemsReplica.Load(),
+		IndexedPrimary: s.indexedPrimary.Load(), IndexedReplica: s.indexedReplica.Load(),
 		GroupsForwarded: s.groupsForwarded.Load(), ItemsForwarded: s.itemsForwarded.Load(),
 		ForwardRetries: s.forwardRetries.Load(),
 		RejectedGroups: s.rejectedGroups.Load(), RejectedItems: s.rejectedItems.Load(), RejectedBulks: s.rejectedBulks.Load(),

@@ -18,6 +18,9 @@ type shardStore struct {
 	ids    map[string]int32 // id → position in docs
 	docs   []storedDoc
 	maxSeq int64 // highest seq_no applied, -1 when none
+	// asPrimary/asReplica: operations this copy executed as primary and
+	// applied as replica (the per-copy indexing.index_total of the server).
+	asPrimary, asReplica int64
 }
 
 func newShardStore() *shardStore {
@@ -28,6 +31,13 @@ func (s *shardStore) count() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return len(s.docs)
+}
+
+// indexed returns the operations executed as primary and as replica.
+func (s *shardStore) indexed() (primary, replica int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.asPrimary, s.asReplica
 }
 
 // get returns the document with this id. Must not hold s.mu.

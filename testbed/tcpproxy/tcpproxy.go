@@ -2,7 +2,9 @@
 // address in front of several backends (a load balancer, a Kubernetes
 // Service, a NAT'ed cluster), and a trap, an address that accepts
 // connections, counts them and closes them at once (a publish address that
-// leads nowhere).
+// leads nowhere). SetDelay adds latency (mean ± jitter) to every chunk it
+// forwards, in each direction, at run time: a proxy in front of a real
+// node's HTTP and transport ports makes it a slow node.
 //
 // Both listen on 127.0.0.1 only and refuse backends outside 127.0.0.0/8.
 package tcpproxy
@@ -10,10 +12,11 @@ package tcpproxy
 import (
 	"errors"
 	"fmt"
-	"io"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // MaxConns bounds the connections a Proxy relays at once; more wait in the
@@ -30,6 +33,11 @@ type Proxy struct {
 
 	Refuse  atomic.Bool
 	Refused atomic.Int64
+
+	// delayMean/delayJitter (ns): SetDelay.
+	delayMean, delayJitter atomic.Int64
+	// Delayed counts the chunks forwarded with a non-zero delay.
+	Delayed atomic.Int64
 
 	// Conns counts the connections accepted; PerBackend the ones relayed
 	// to each backend (same order as the backends).
@@ -162,7 +170,7 @@ func (p *Proxy) relay(c net.Conn) {
 	p.PerBackend[i].Add(1)
 	done := make(chan struct{}, 2)
 	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
+		p.forward(dst, src)
 		if tc, ok := dst.(*net.TCPConn); ok {
 			_ = tc.CloseWrite()
 		}
@@ -172,6 +180,86 @@ func (p *Proxy) relay(c net.Conn) {
 	go pipe(c, b)
 	<-done
 	<-done
+}
+
+// SetDelay makes the proxy hold every chunk it reads, in each direction,
+// for mean ± jitter (uniform) before writing it on, from now on (open
+// connections included); zero mean and jitter remove the delay. It is a
+// delay line, not a rate limit: chunks in flight are delayed at the same
+// time, each written when its own delay has passed, in the order read (a
+// chunk never overtakes the one before it). A chunk is what one read
+// returns, at most 32 KiB.
+func (p *Proxy) SetDelay(mean, jitter time.Duration) error {
+	if mean < 0 || jitter < 0 || jitter > mean {
+		return fmt.Errorf("tcpproxy: SetDelay: need 0 ≤ jitter ≤ mean, got mean %v jitter %v", mean, jitter)
+	}
+	p.delayMean.Store(int64(mean))
+	p.delayJitter.Store(int64(jitter))
+	return nil
+}
+
+// Delay returns the delay SetDelay set.
+func (p *Proxy) Delay() (mean, jitter time.Duration) {
+	return time.Duration(p.delayMean.Load()), time.Duration(p.delayJitter.Load())
+}
+
+// delay draws one chunk's delay.
+func (p *Proxy) delay() time.Duration {
+	mean, jit := p.delayMean.Load(), p.delayJitter.Load()
+	if jit > 0 {
+		mean += rand.Int64N(2*jit+1) - jit
+	}
+	return time.Duration(mean)
+}
+
+// chunk is a read waiting in the delay line until due.
+type chunk struct {
+	b   []byte
+	due time.Time
+}
+
+const chunkSize = 32 << 10
+
+// forward copies src to dst through the delay line until src ends or a
+// write fails.
+func (p *Proxy) forward(dst, src net.Conn) {
+	line := make(chan chunk, 64)
+	go func() {
+		defer close(line)
+		var last time.Time
+		for {
+			buf := make([]byte, chunkSize)
+			n, err := src.Read(buf)
+			if n > 0 {
+				due := time.Time{}
+				if d := p.delay(); d > 0 {
+					p.Delayed.Add(1)
+					due = time.Now().Add(d)
+					if due.Before(last) {
+						due = last // in order: never before the previous chunk
+					}
+					last = due
+				}
+				line <- chunk{buf[:n], due}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	failed := false
+	for ch := range line {
+		if failed {
+			continue // drain; the reader ends when src is closed
+		}
+		if w := time.Until(ch.due); w > 0 {
+			time.Sleep(w)
+		}
+		if _, err := dst.Write(ch.b); err != nil {
+			failed = true
+			src.Close()
+		}
+	}
 }
 
 // Close stops listening, ends every relayed connection and waits for the

@@ -43,6 +43,11 @@ type TelemetryBuilder struct {
 	OtelcolOpensearchroutedNodeState metric.Int64ObservableGauge
 	// OtelcolOpensearchroutedTopologyRefreshes counts topology refreshes.
 	OtelcolOpensearchroutedTopologyRefreshes metric.Int64Counter
+	// OtelcolOpensearchroutedTraceGroups counts otel-v1 spans by how they
+	// got their trace group.
+	OtelcolOpensearchroutedTraceGroups metric.Int64Counter
+	// OtelcolOpensearchroutedServiceMapEdges counts service map edges.
+	OtelcolOpensearchroutedServiceMapEdges metric.Int64Counter
 }
 
 // NewTelemetryBuilder creates every instrument.
@@ -120,6 +125,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilde
 		"otelcol.opensearchrouted.topology.refreshes",
 		metric.WithDescription("Topology refreshes by trigger and outcome."),
 		metric.WithUnit("{refresh}"),
+	)
+	errs = errors.Join(errs, err)
+	b.OtelcolOpensearchroutedTraceGroups, err = b.meter.Int64Counter(
+		"otelcol.opensearchrouted.trace_groups",
+		metric.WithDescription("otel-v1 spans stored, by how they got their trace group: inline (root in the same call), cache (root in an earlier call), fixed_up (stored without, updated once the root came), unresolved (stored without and never updated: no root within the ttl, more waiting than max_pending, or the update failed)."),
+		metric.WithUnit("{span}"),
+	)
+	errs = errors.Join(errs, err)
+	b.OtelcolOpensearchroutedServiceMapEdges, err = b.meter.Int64Counter(
+		"otelcol.opensearchrouted.service_map.edges",
+		metric.WithDescription("otel-v1 service map edges by outcome: indexed, duplicate (stored already), failed (refused, or still failing after fixup_attempts passes), dropped (more pending than the bound)."),
+		metric.WithUnit("{edge}"),
 	)
 	errs = errors.Join(errs, err)
 	return b, errs

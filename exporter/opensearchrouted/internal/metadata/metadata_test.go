@@ -134,6 +134,8 @@ func TestTelemetryMatchesYAML(t *testing.T) {
 	tb.OtelcolOpensearchroutedBulkRequestDuration.Record(ctx, 0.003, attrs)
 	tb.OtelcolOpensearchroutedBulkRequestBytes.Add(ctx, 100, attrs)
 	tb.OtelcolOpensearchroutedTopologyRefreshes.Add(ctx, 1, attrs)
+	tb.OtelcolOpensearchroutedTraceGroups.Add(ctx, 1, attrs)
+	tb.OtelcolOpensearchroutedServiceMapEdges.Add(ctx, 1, attrs)
 	reg, err := tb.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(tb.OtelcolOpensearchroutedNodeWindow, 4)
 		o.ObserveInt64(tb.OtelcolOpensearchroutedNodeInflight, 1)

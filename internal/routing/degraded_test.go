@@ -1,0 +1,232 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// degradedRouter: threeNodes (logs: shard s primary on n<s>, its replica on
+// n<s+1>) with the write detector on and a fake clock.
+func degradedRouter(t *testing.T, mod func(*Options)) (*Router, *fakeClock, map[string]*Node, *[]string) {
+	t.Helper()
+	f := threeNodes(t)
+	clk := &fakeClock{t: time.Now()} // the detector's first evaluation is due a second after New
+	var mu sync.Mutex
+	changes := []string{}
+	r := newTestRouter(t, f, func(o *Options) {
+		o.Degraded.Enabled = true
+		o.OnNodeState = func(n *Node, s NodeState) {
+			mu.Lock()
+			changes = append(changes, n.Name()+":"+s.String())
+			mu.Unlock()
+		}
+		if mod != nil {
+			mod(o)
+		}
+	})
+	r.now = clk.now
+	r.want("logs")
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	nodes := map[string]*Node{}
+	for _, n := range r.Topology().Nodes {
+		nodes[n.Name()] = n
+	}
+	return r, clk, nodes, &changes
+}
+
+// writes feeds rounds of one sub-bulk of 100 items per node, each node's
+// taking lat[name], 100ms of clock apart.
+func writes(r *Router, clk *fakeClock, nodes map[string]*Node, rounds int, lat map[string]time.Duration) {
+	for range rounds {
+		for name, d := range lat {
+			r.ObserveWrite(nodes[name], d, 100, 100*512)
+		}
+		clk.add(100 * time.Millisecond)
+	}
+}
+
+func degradedSet(nodes map[string]*Node) string {
+	var out []string
+	for _, name := range []string{"n0", "n1", "n2"} {
+		if nodes[name].State() == NodeDegraded {
+			out = append(out, name)
+		}
+	}
+	return fmt.Sprint(out)
+}
+
+// A slow node slows the sub-bulks of the node whose primary it holds a
+// replica of as well (n1 holds shard 0's replica: n0's sub-bulks wait for
+// it). Only n1 is marked degraded: n0 also takes part in n2's fast stream.
+// It returns to service once it is fast again; nodes equally slow are not
+// marked.
+func TestWriteDetectorMarksTheSlowNodeNotItsPartners(t *testing.T) {
+	r, clk, nodes, changes := degradedRouter(t, nil)
+	slow := map[string]time.Duration{"n0": 5 * time.Millisecond, "n1": 5 * time.Millisecond, "n2": time.Millisecond}
+	writes(r, clk, nodes, 50, slow)
+	if got := degradedSet(nodes); got != "[n1]" {
+		t.Fatalf("degraded %s, want [n1] (n0 is only slowed by its replica on n1)", got)
+	}
+	if fmt.Sprint(*changes) != "[n1:degraded]" {
+		t.Fatalf("state changes %v", *changes)
+	}
+	for range 20 {
+		if r.Pick() == nodes["n1"] {
+			t.Fatal("Pick chose the degraded node")
+		}
+	}
+	// Still slow after the ejection time: stays degraded.
+	writes(r, clk, nodes, 400, slow)
+	if nodes["n1"].State() != NodeDegraded {
+		t.Fatal("a node still slow after its ejection time returned")
+	}
+	// Recovered: back within a few seconds of fast writes.
+	fast := map[string]time.Duration{"n0": time.Millisecond, "n1": time.Millisecond, "n2": time.Millisecond}
+	writes(r, clk, nodes, 60, fast)
+	if got := degradedSet(nodes); got != "[]" {
+		t.Fatalf("after recovery degraded %s", got)
+	}
+	if fmt.Sprint(*changes) != "[n1:degraded n1:alive]" {
+		t.Fatalf("state changes %v", *changes)
+	}
+	// Everyone equally slow: nothing is an outlier.
+	writes(r, clk, nodes, 300, map[string]time.Duration{"n0": 9 * time.Millisecond, "n1": 9 * time.Millisecond, "n2": 9 * time.Millisecond})
+	if got := degradedSet(nodes); got != "[]" {
+		t.Fatalf("all equally slow: degraded %s", got)
+	}
+}
+
+// Without blame, per destination, the partner would be marked too (here in
+// 6 nodes, the slow one and the one whose replica it holds).
+func TestWriteDetectorPerDestinationWouldMarkThePartner(t *testing.T) {
+	o, clk := newTestOutliers(OutlierConfig{MinExcess: float64(10 * time.Microsecond)})
+	m := members(o, 6)
+	lat := map[*OutlierMember]time.Duration{}
+	for i, x := range m {
+		lat[x] = 10 * time.Microsecond
+		if i < 2 {
+			lat[x] = 50 * time.Microsecond
+		}
+	}
+	feed(o, clk, 300, lat)
+	if !o.Ejected(m[0]) || !o.Ejected(m[1]) {
+		t.Fatalf("per destination: ejected n0 %v n1 %v", o.Ejected(m[0]), o.Ejected(m[1]))
+	}
+}
+
+// Guardrails: too little volume judges nobody; a dead node coming back is
+// judged afresh and loses its mark.
+func TestWriteDetectorGuardrails(t *testing.T) {
+	r, clk, nodes, _ := degradedRouter(t, func(o *Options) { o.Degraded.Outliers.MinRequests = 30 })
+	slow := map[string]time.Duration{"n0": 5 * time.Millisecond, "n1": 5 * time.Millisecond, "n2": time.Millisecond}
+	writes(r, clk, nodes, 29, slow)
+	if got := degradedSet(nodes); got != "[]" {
+		t.Fatalf("below min_requests: degraded %s", got)
+	}
+	writes(r, clk, nodes, 30, slow)
+	if got := degradedSet(nodes); got != "[n1]" {
+		t.Fatalf("degraded %s, want [n1]", got)
+	}
+	r.MarkDead(nodes["n1"], errors.New("connection refused"))
+	r.MarkAlive(nodes["n1"])
+	if nodes["n1"].Degraded() || r.WriteLatency(nodes["n1"]) != 0 {
+		t.Fatalf("back from dead: degraded %v, latency %v", nodes["n1"].Degraded(), r.WriteLatency(nodes["n1"]))
+	}
+}
+
+// With detection off, ObserveWrite does nothing.
+func TestWriteDetectorOff(t *testing.T) {
+	f := threeNodes(t)
+	r := newTestRouter(t, f, nil)
+	r.want("logs")
+	if err := r.Refresh(context.Background(), TriggerStart); err != nil {
+		t.Fatal(err)
+	}
+	n := r.Topology().Nodes[0]
+	for range 100 {
+		r.ObserveWrite(n, time.Second, 1, 1)
+	}
+	if r.WriteLatency(n) != 0 || n.Degraded() {
+		t.Fatal("detection off, yet observed")
+	}
+}
+
+// Sticky members keep their average while ejected and return only when no
+// longer outliers; OnChange reports both changes.
+func TestOutlierSticky(t *testing.T) {
+	var got []string
+	o, clk := newTestOutliers(OutlierConfig{Sticky: true, OnChange: func(k string, e bool) { got = append(got, fmt.Sprintf("%s %v", k, e)) }})
+	m := members(o, 3)
+	slow := map[*OutlierMember]time.Duration{m[0]: time.Millisecond, m[1]: time.Millisecond, m[2]: 9 * time.Millisecond}
+	feed(o, clk, 300, slow)
+	if !o.Ejected(m[2]) {
+		t.Fatal("not ejected")
+	}
+	feed(o, clk, 3100, slow) // past the 30s ejection time
+	if !o.Ejected(m[2]) || m[2].Average() < float64(5*time.Millisecond) {
+		t.Fatalf("sticky: ejected %v, average %v", o.Ejected(m[2]), time.Duration(m[2].Average()))
+	}
+	feed(o, clk, 300, map[*OutlierMember]time.Duration{m[0]: time.Millisecond, m[1]: time.Millisecond, m[2]: time.Millisecond})
+	if o.Ejected(m[2]) {
+		t.Fatal("recovered, still ejected")
+	}
+	if fmt.Sprint(got) != "[n2 true n2 false]" {
+		t.Fatalf("changes %v", got)
+	}
+	// A member with no samples for 10 intervals returns (nothing judges it).
+	feed(o, clk, 300, slow)
+	if !o.Ejected(m[2]) {
+		t.Fatal("not ejected again")
+	}
+	clk.add(10 * time.Minute)
+	feed(o, clk, 150, map[*OutlierMember]time.Duration{m[0]: time.Millisecond, m[1]: time.Millisecond})
+	if o.Ejected(m[2]) {
+		t.Fatal("a member without samples stays ejected")
+	}
+}
+
+// A node slow only where the exporter meets it (its HTTP path; its replica
+// writes unaffected) slows its own stream alone: no replica's node
+// explains it, so it is marked.
+func TestWriteDetectorMarksAClientPathSlowNode(t *testing.T) {
+	r, clk, nodes, _ := degradedRouter(t, nil)
+	writes(r, clk, nodes, 50, map[string]time.Duration{"n0": time.Millisecond, "n1": 5 * time.Millisecond, "n2": time.Millisecond})
+	if got := degradedSet(nodes); got != "[n1]" {
+		t.Fatalf("degraded %s, want [n1]", got)
+	}
+}
+
+// A sticky member marked again soon after its return stays out at least
+// twice the base ejection time: the count grows on repeat.
+func TestOutlierStickyEjectionTimeGrows(t *testing.T) {
+	o, clk := newTestOutliers(OutlierConfig{Sticky: true, BaseEjectionTime: 10 * time.Second})
+	m := members(o, 3)
+	slow := map[*OutlierMember]time.Duration{m[0]: time.Millisecond, m[1]: time.Millisecond, m[2]: 9 * time.Millisecond}
+	fast := map[*OutlierMember]time.Duration{m[0]: time.Millisecond, m[1]: time.Millisecond, m[2]: time.Millisecond}
+	feed(o, clk, 300, slow)
+	if !o.Ejected(m[2]) {
+		t.Fatal("not ejected")
+	}
+	feed(o, clk, 1100, fast) // 11s: past 10s, recovered
+	if o.Ejected(m[2]) {
+		t.Fatal("not returned after the base ejection time")
+	}
+	feed(o, clk, 300, slow)
+	if !o.Ejected(m[2]) {
+		t.Fatal("not ejected again")
+	}
+	feed(o, clk, 1500, fast) // 15s: past one base time, not two
+	if !o.Ejected(m[2]) {
+		t.Fatal("a repeat ejection lasted only the base time")
+	}
+	feed(o, clk, 700, fast) // 22s in all: past two
+	if o.Ejected(m[2]) {
+		t.Fatal("still ejected after twice the base time")
+	}
+}
