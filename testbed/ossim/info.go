@@ -376,7 +376,11 @@ func (c *Cluster) indexHealthLocked(im *indexMeta) string {
 	return status
 }
 
-func (c *Cluster) health() healthInfo {
+func (c *Cluster) health() healthInfo { return c.healthOf("") }
+
+// healthOf is the health of the indices expr names (every index when
+// ""), as GET /_cluster/health/<expr>: red when expr names none.
+func (c *Cluster) healthOf(expr string) healthInfo {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	h := healthInfo{status: "green"}
@@ -385,7 +389,17 @@ func (c *Cluster) health() healthInfo {
 			h.nodes++
 		}
 	}
-	for _, im := range c.indices {
+	ims := make([]*indexMeta, 0, len(c.indices))
+	if expr == "" {
+		for _, im := range c.indices {
+			ims = append(ims, im)
+		}
+	} else if r, e := c.resolveIndicesLocked(expr); e != nil || len(r) == 0 {
+		h.status = "red"
+	} else {
+		ims = r
+	}
+	for _, im := range ims {
 		switch c.indexHealthLocked(im) {
 		case "red":
 			h.status = "red"
@@ -421,6 +435,10 @@ var healthRank = map[string]int{"green": 0, "yellow": 1, "red": 2}
 
 func (q *request) handleHealth(rest []string) {
 	c := q.n.c
+	expr := ""
+	if len(rest) > 0 {
+		expr = rest[0]
+	}
 	timeout := 30 * time.Second
 	if t := q.q.Get("timeout"); t != "" {
 		d, err := parseTimeValue(t)
@@ -439,7 +457,7 @@ func (q *request) handleHealth(rest []string) {
 	var h healthInfo
 	timedOut := false
 	for {
-		h = c.health()
+		h = c.healthOf(expr)
 		ok := (wantStatus == "" || healthRank[h.status] <= healthRank[wantStatus]) &&
 			(!noReloc || h.relocating == 0) && (!noInit || h.init == 0) &&
 			(wantNodes == "" || nodesOK(wantNodes, h.nodes))

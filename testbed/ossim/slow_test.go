@@ -190,3 +190,22 @@ func TestShardCopiesCountPrimaryAndReplicaOperations(t *testing.T) {
 
 func posInf() float64 { return math.Inf(1) }
 func nan() float64    { return math.NaN() }
+
+func TestClusterHealthOfIndices(t *testing.T) {
+	c := StartT(t, Options{Nodes: 1})
+	createIndex(t, c.Addr(0), "g", 2, 0, "")
+	createIndex(t, c.Addr(0), "y", 1, 1, "") // its replica has no second node
+	if h := mustOK(t, "GET", c.Addr(0)+"/_cluster/health", ""); h["status"] != "yellow" || h["active_shards"] != 3.0 {
+		t.Errorf("cluster health %v", h)
+	}
+	h := mustOK(t, "GET", c.Addr(0)+"/_cluster/health/g?local=true&wait_for_status=green&timeout=1s", "")
+	if h["status"] != "green" || h["active_shards"] != 2.0 || h["unassigned_shards"] != 0.0 || h["timed_out"] != false {
+		t.Errorf("health of g %v", h)
+	}
+	if h := mustOK(t, "GET", c.Addr(0)+"/_cluster/health/y", ""); h["status"] != "yellow" || h["active_shards"] != 1.0 || h["unassigned_shards"] != 1.0 {
+		t.Errorf("health of y %v", h)
+	}
+	if h := mustOK(t, "GET", c.Addr(0)+"/_cluster/health/g,y", ""); h["status"] != "yellow" || h["active_shards"] != 3.0 {
+		t.Errorf("health of g,y %v", h)
+	}
+}
