@@ -62,6 +62,9 @@ func TestSetSlownessMultipliesPrimaryAndReplicaServiceTime(t *testing.T) {
 	if d := timedWrite(t, c, 0, "s", onOther); d < 95*time.Millisecond {
 		t.Errorf("write replicated to the slowed node took %v, want ≥ 100ms", d)
 	}
+	if sn := c.NodeStats(1).ServiceNanos; sn < int64(8*base) {
+		t.Errorf("slowed node's ServiceNanos %v, want ≥ %v (a primary and a replica write at 4×)", time.Duration(sn), 8*base)
+	}
 	// The factor scales only the node it is set on, and 1 restores it.
 	if got := c.Node(0).serviceTime(10); got != base {
 		t.Errorf("healthy node's service time %v, want %v", got, base)
