@@ -503,7 +503,17 @@ func scenario(r *recorder) {
 	for k := 0; k < 3000; k++ {
 		lines = append(lines, fmt.Sprintf(`{"index":{"_index":"rc","_id":"rc-%d"}}`, k), fmt.Sprintf(`{"n":%d}`, k))
 	}
+	indexTotal := func() (sum float64) {
+		_, ns := r.call("", ask, "GET", "/_nodes/stats/indices/indexing", "")
+		for _, n := range asMap(ns["nodes"]) {
+			v, _ := get(n, "indices", "indexing", "index_total").(float64)
+			sum += v
+		}
+		return sum
+	}
+	before := indexTotal()
 	st, m = r.call("", ask, "POST", "/_bulk", bulkBody(lines...))
+	r.note("index_total over the nodes grew by (primaries and replicas)", indexTotal()-before)
 	// A copy on every node: the victim's replica is lost, each item is
 	// acknowledged by 2 of 3 copies.
 	outcomes := map[string]int{}

@@ -136,9 +136,25 @@ func (q *request) handleNodes(segs []string) {
 		metrics = segs[i]
 		i++
 	}
+	indexMetrics := "" // /_nodes/stats/indices/<index metrics>
+	if stats && metrics == "indices" && i < len(segs) {
+		indexMetrics = segs[i]
+		i++
+	}
 	if i < len(segs) {
 		q.noHandler()
 		return
+	}
+	wantIndex := func(m string) bool {
+		if indexMetrics == "" || indexMetrics == "_all" {
+			return true
+		}
+		for _, x := range strings.Split(indexMetrics, ",") {
+			if x == m {
+				return true
+			}
+		}
+		return false
 	}
 	want := func(m string) bool {
 		if metrics == "" || metrics == "_all" {
@@ -162,14 +178,18 @@ func (q *request) handleNodes(segs []string) {
 			}
 			if want("indices") {
 				ns := n.Stats()
-				m["indices"] = map[string]any{
-					"docs": map[string]any{"count": ns.Docs, "deleted": 0},
-					"indexing": map[string]any{
+				ix := map[string]any{}
+				if wantIndex("docs") {
+					ix["docs"] = map[string]any{"count": ns.Docs, "deleted": 0}
+				}
+				if wantIndex("indexing") {
+					ix["indexing"] = map[string]any{
 						"index_total": ns.IndexedPrimary + ns.IndexedReplica, "index_time_in_millis": n.st.serviceNanos.Load() / 1e6,
 						"index_current": 0, "index_failed": 0, "delete_total": 0, "delete_time_in_millis": 0, "delete_current": 0,
 						"noop_update_total": 0, "is_throttled": false, "throttle_time_in_millis": 0,
-					},
+					}
 				}
+				m["indices"] = ix
 			}
 			if want("transport") {
 				m["transport"] = map[string]any{

@@ -177,7 +177,11 @@ func TestShardCopiesCountPrimaryAndReplicaOperations(t *testing.T) {
 	}
 	// The server's per-node field: indices.indexing.index_total counts
 	// primary and replica operations alike.
-	ns := mustOK(t, "GET", c.Addr(0)+"/_nodes/stats/indices", "")
+	if d := mustOK(t, "GET", c.Addr(0)+"/_nodes/stats/indices/docs", ""); get(d, "nodes", c.Node(0).ID(), "indices", "indexing") != nil ||
+		get(d, "nodes", c.Node(0).ID(), "indices", "docs", "count") == nil {
+		t.Errorf("_nodes/stats/indices/docs: %v", d)
+	}
+	ns := mustOK(t, "GET", c.Addr(0)+"/_nodes/stats/indices/indexing", "")
 	var total float64
 	for _, st := range c.Stats() {
 		got := get(ns, "nodes", st.ID, "indices", "indexing", "index_total")
