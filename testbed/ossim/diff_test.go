@@ -503,6 +503,9 @@ func scenario(r *recorder) {
 	for k := 0; k < 3000; k++ {
 		lines = append(lines, fmt.Sprintf(`{"index":{"_index":"rc","_id":"rc-%d"}}`, k), fmt.Sprintf(`{"n":%d}`, k))
 	}
+	_, rh := r.call("", ask, "GET", "/_cluster/health/rc", "")
+	r.note("rc health while a node is down", map[string]any{"status": rh["status"], "unassigned_shards": rh["unassigned_shards"],
+		"delayed_unassigned_shards": rh["delayed_unassigned_shards"], "active_shards": rh["active_shards"]})
 	indexTotal := func() (sum float64) {
 		_, ns := r.call("", ask, "GET", "/_nodes/stats/indices/indexing", "")
 		for _, n := range asMap(ns["nodes"]) {

@@ -379,6 +379,7 @@ func (q *request) handleCat(what string, rest []string) {
 type healthInfo struct {
 	status                                                string
 	nodes, activePrimaries, active, relocating, init, una int
+	delayed                                               int // of una: waiting for NodeLeftDelay
 }
 
 func (c *Cluster) indexHealthLocked(im *indexMeta) string {
@@ -419,6 +420,7 @@ func (c *Cluster) healthOf(expr string) healthInfo {
 	} else {
 		ims = r
 	}
+	now := time.Now()
 	for _, im := range ims {
 		switch c.indexHealthLocked(im) {
 		case "red":
@@ -433,6 +435,9 @@ func (c *Cluster) healthOf(expr string) healthInfo {
 				switch {
 				case sc.node == nil:
 					h.una++
+					if !sc.primary && now.Before(sc.delayedUntil) {
+						h.delayed++
+					}
 				case sc.state == StateInitializing:
 					h.init++
 				default:
@@ -504,7 +509,7 @@ func (q *request) handleHealth(rest []string) {
 		"number_of_nodes": h.nodes, "number_of_data_nodes": h.nodes, "discovered_master": true,
 		"discovered_cluster_manager": true, "active_primary_shards": h.activePrimaries, "active_shards": h.active,
 		"relocating_shards": h.relocating, "initializing_shards": h.init - h.relocating, "unassigned_shards": h.una,
-		"delayed_unassigned_shards": 0, "number_of_pending_tasks": 0, "number_of_in_flight_fetch": 0,
+		"delayed_unassigned_shards": h.delayed, "number_of_pending_tasks": 0, "number_of_in_flight_fetch": 0,
 		"task_max_waiting_in_queue_millis": 0, "active_shards_percent_as_number": pct,
 	})
 }

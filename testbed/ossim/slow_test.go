@@ -216,3 +216,37 @@ func TestClusterHealthOfIndices(t *testing.T) {
 		t.Errorf("health of g,y %v", h)
 	}
 }
+
+func TestDelayedUnassignedReplicas(t *testing.T) {
+	c := StartT(t, Options{Nodes: 3, NodeLeftDelay: 300 * time.Millisecond, DetectionDelay: 10 * time.Millisecond, RecoveryTime: 10 * time.Millisecond})
+	createIndex(t, c.Addr(0), "dl", 1, 2, "") // a copy on every node
+	if err := c.WaitGreen(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StopNode(2); err != nil {
+		t.Fatal(err)
+	}
+	var h map[string]any
+	if err := WaitFor(2*time.Second, func() bool {
+		h = mustOK(t, "GET", c.Addr(0)+"/_cluster/health/dl", "")
+		return h["number_of_nodes"] == 2.0
+	}); err != nil {
+		t.Fatalf("node never left: %v", h)
+	}
+	if h["unassigned_shards"] != 1.0 || h["delayed_unassigned_shards"] != 1.0 {
+		t.Errorf("right after the node left: %v, want 1 unassigned, delayed", h)
+	}
+	time.Sleep(400 * time.Millisecond) // past NodeLeftDelay: no node to take it, no longer delayed
+	if h := mustOK(t, "GET", c.Addr(0)+"/_cluster/health/dl", ""); h["unassigned_shards"] != 1.0 || h["delayed_unassigned_shards"] != 0.0 {
+		t.Errorf("after NodeLeftDelay: %v, want 1 unassigned, not delayed", h)
+	}
+	if err := c.RestartNode(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitGreen(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if h := mustOK(t, "GET", c.Addr(0)+"/_cluster/health/dl", ""); h["delayed_unassigned_shards"] != 0.0 {
+		t.Errorf("green again: %v", h)
+	}
+}
