@@ -145,28 +145,8 @@ func (q *request) handleNodes(segs []string) {
 		q.noHandler()
 		return
 	}
-	wantIndex := func(m string) bool {
-		if indexMetrics == "" || indexMetrics == "_all" {
-			return true
-		}
-		for _, x := range strings.Split(indexMetrics, ",") {
-			if x == m {
-				return true
-			}
-		}
-		return false
-	}
-	want := func(m string) bool {
-		if metrics == "" || metrics == "_all" {
-			return true
-		}
-		for _, x := range strings.Split(metrics, ",") {
-			if x == m {
-				return true
-			}
-		}
-		return false
-	}
+	want := func(m string) bool { return metricWanted(metrics, m) }
+	wantIndex := func(m string) bool { return metricWanted(indexMetrics, m) }
 	nodes := q.selectNodes(sel)
 	out := map[string]any{}
 	for _, n := range nodes {
@@ -231,6 +211,20 @@ func (q *request) handleNodes(segs []string) {
 		"cluster_name": q.n.c.opts.ClusterName,
 		"nodes":        out,
 	})
+}
+
+// metricWanted reports whether a metric list of a request path (a,b,c;
+// "" or _all: every metric) names m.
+func metricWanted(list, m string) bool {
+	if list == "" || list == "_all" {
+		return true
+	}
+	for _, x := range strings.Split(list, ",") {
+		if x == m {
+			return true
+		}
+	}
+	return false
 }
 
 func (n *Node) threadPoolStats() map[string]any {
