@@ -517,6 +517,14 @@ func scenario(r *recorder) {
 	before := indexTotal()
 	st, m = r.call("", ask, "POST", "/_bulk", bulkBody(lines...))
 	r.note("index_total over the nodes grew by (primaries and replicas)", indexTotal()-before)
+	_, is := r.call("", ask, "GET", "/rc/_stats/indexing,docs?level=shards", "")
+	var copiesSeen []string
+	for _, row := range asList(get(is, "indices", "rc", "shards", "0")) {
+		copiesSeen = append(copiesSeen, fmt.Sprintf("primary=%v %v index_total=%v", get(row, "routing", "primary"), get(row, "routing", "state"), get(row, "indexing", "index_total")))
+	}
+	sort.Strings(copiesSeen)
+	r.note("rc _stats while a node is down", map[string]any{"_shards": is["_shards"], "copies": copiesSeen,
+		"primaries index_total": get(is, "_all", "primaries", "indexing", "index_total"), "total index_total": get(is, "_all", "total", "indexing", "index_total")})
 	// A copy on every node: the victim's replica is lost, each item is
 	// acknowledged by 2 of 3 copies.
 	outcomes := map[string]int{}

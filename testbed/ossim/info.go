@@ -690,3 +690,67 @@ func (q *request) handleSearchShards(expr string) {
 	}
 	q.replyJSON(200, map[string]any{"nodes": nodes, "indices": indices, "shards": shards})
 }
+
+// handleIndexStats answers GET /<index>/_stats[/<metrics>]: per index the
+// documents and indexing operations of its primaries and of all copies,
+// and with level=shards each started copy's (its routing: state, primary,
+// node id). index_total counts what a copy indexed as primary and as
+// replica since its node (re)started, as the server does.
+func (q *request) handleIndexStats(expr string) {
+	c := q.n.c
+	c.mu.RLock()
+	ims, e := c.resolveIndicesLocked(expr)
+	if e != nil {
+		c.mu.RUnlock()
+		q.failE(e)
+		return
+	}
+	shardLevel := q.q.Get("level") == "shards"
+	type sums struct{ docs, indexed int64 }
+	stat := func(s sums) map[string]any {
+		return map[string]any{"docs": map[string]any{"count": s.docs, "deleted": 0}, "indexing": map[string]any{"index_total": s.indexed}}
+	}
+	indices := map[string]any{}
+	var allPrim, allTotal sums
+	total, ok := 0, 0
+	for _, im := range ims {
+		var prim, tot sums
+		shards := map[string]any{}
+		for _, g := range im.shards {
+			var rows []any
+			for _, sc := range g.copies {
+				total++
+				if sc.node == nil || (sc.state != StateStarted && sc.state != StateRelocating) {
+					continue
+				}
+				ok++
+				var s sums
+				if st := sc.node.store(im.uuid, g.num); st != nil {
+					p, r := st.indexed()
+					s = sums{int64(st.count()), p + r}
+				}
+				tot.docs, tot.indexed = tot.docs+s.docs, tot.indexed+s.indexed
+				if sc.primary {
+					prim.docs, prim.indexed = prim.docs+s.docs, prim.indexed+s.indexed
+				}
+				row := stat(s)
+				row["routing"] = map[string]any{"state": sc.state, "primary": sc.primary, "node": sc.node.id, "relocating_node": nil}
+				rows = append(rows, row)
+			}
+			shards[strconv.Itoa(g.num)] = rows
+		}
+		allPrim.docs, allPrim.indexed = allPrim.docs+prim.docs, allPrim.indexed+prim.indexed
+		allTotal.docs, allTotal.indexed = allTotal.docs+tot.docs, allTotal.indexed+tot.indexed
+		ix := map[string]any{"uuid": im.uuid, "primaries": stat(prim), "total": stat(tot)}
+		if shardLevel {
+			ix["shards"] = shards
+		}
+		indices[im.name] = ix
+	}
+	c.mu.RUnlock()
+	q.replyJSON(200, map[string]any{
+		"_shards": map[string]any{"total": total, "successful": ok, "failed": 0},
+		"_all":    map[string]any{"primaries": stat(allPrim), "total": stat(allTotal)},
+		"indices": indices,
+	})
+}

@@ -175,6 +175,25 @@ func TestShardCopiesCountPrimaryAndReplicaOperations(t *testing.T) {
 	if nodePrim != 60 || nodeRepl != 60 {
 		t.Errorf("node counters: indexed as primary %d, as replica %d; want 60 and 60", nodePrim, nodeRepl)
 	}
+	// The server's per-copy field: GET /<index>/_stats?level=shards.
+	is := mustOK(t, "GET", c.Addr(2)+"/cnt/_stats/indexing,docs?level=shards", "")
+	if p, tot := get(is, "_all", "primaries", "indexing", "index_total"), get(is, "_all", "total", "indexing", "index_total"); p != 60.0 || tot != 120.0 {
+		t.Errorf("_stats: primaries index_total %v, total %v; want 60 and 120", p, tot)
+	}
+	for _, s := range sh {
+		found := false
+		for _, row := range asList(get(is, "indices", "cnt", "shards", fmt.Sprint(s.Shard))) {
+			if get(row, "routing", "primary") == s.Primary && get(row, "routing", "node") == c.Node(s.Node).ID() {
+				found = true
+				if got := get(row, "indexing", "index_total"); got != float64(s.IndexedPrimary+s.IndexedReplica) {
+					t.Errorf("shard %d primary=%v: index_total %v, want %d", s.Shard, s.Primary, got, s.IndexedPrimary+s.IndexedReplica)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("shard %d primary=%v on node %d missing from _stats: %v", s.Shard, s.Primary, s.Node, get(is, "indices", "cnt", "shards"))
+		}
+	}
 	// The server's per-node field: indices.indexing.index_total counts
 	// primary and replica operations alike.
 	if d := mustOK(t, "GET", c.Addr(0)+"/_nodes/stats/indices/docs", ""); get(d, "nodes", c.Node(0).ID(), "indices", "indexing") != nil ||
