@@ -256,11 +256,8 @@ func (q *request) handleCat(what string, rest []string) {
 		return
 	}
 	c := q.n.c
-	c.mu.RLock()
-	ims, e := c.resolveIndicesLocked(expr)
-	if e != nil {
-		c.mu.RUnlock()
-		q.failE(e)
+	ims, ok := q.rlockIndices(expr)
+	if !ok {
 		return
 	}
 	var cols []string
@@ -691,6 +688,21 @@ func (q *request) handleSearchShards(expr string) {
 	q.replyJSON(200, map[string]any{"nodes": nodes, "indices": indices, "shards": shards})
 }
 
+// rlockIndices read-locks the cluster state and resolves expr; on an
+// error it unlocks, answers it and returns false. The caller unlocks
+// c.mu otherwise.
+func (q *request) rlockIndices(expr string) ([]*indexMeta, bool) {
+	c := q.n.c
+	c.mu.RLock()
+	ims, e := c.resolveIndicesLocked(expr)
+	if e != nil {
+		c.mu.RUnlock()
+		q.failE(e)
+		return nil, false
+	}
+	return ims, true
+}
+
 // handleIndexStats answers GET /<index>/_stats[/<metrics>]: per index the
 // documents and indexing operations of its primaries and of all copies,
 // and with level=shards each started copy's (its routing: state, primary,
@@ -698,11 +710,8 @@ func (q *request) handleSearchShards(expr string) {
 // replica since its node (re)started, as the server does.
 func (q *request) handleIndexStats(expr string) {
 	c := q.n.c
-	c.mu.RLock()
-	ims, e := c.resolveIndicesLocked(expr)
-	if e != nil {
-		c.mu.RUnlock()
-		q.failE(e)
+	ims, ok := q.rlockIndices(expr)
+	if !ok {
 		return
 	}
 	shardLevel := q.q.Get("level") == "shards"
@@ -712,18 +721,18 @@ func (q *request) handleIndexStats(expr string) {
 	}
 	indices := map[string]any{}
 	var allPrim, allTotal sums
-	total, ok := 0, 0
+	copies, started := 0, 0
 	for _, im := range ims {
 		var prim, tot sums
 		shards := map[string]any{}
 		for _, g := range im.shards {
 			var rows []any
 			for _, sc := range g.copies {
-				total++
+				copies++
 				if sc.node == nil || (sc.state != StateStarted && sc.state != StateRelocating) {
 					continue
 				}
-				ok++
+				started++
 				var s sums
 				if st := sc.node.store(im.uuid, g.num); st != nil {
 					p, r := st.indexed()
@@ -749,7 +758,7 @@ func (q *request) handleIndexStats(expr string) {
 	}
 	c.mu.RUnlock()
 	q.replyJSON(200, map[string]any{
-		"_shards": map[string]any{"total": total, "successful": ok, "failed": 0},
+		"_shards": map[string]any{"total": copies, "successful": started, "failed": 0},
 		"_all":    map[string]any{"primaries": stat(allPrim), "total": stat(allTotal)},
 		"indices": indices,
 	})
