@@ -94,7 +94,12 @@ type NodeOptions struct {
 	// use (e.g. a delaying proxy in front of this node). Addr still returns
 	// the node's own bound port.
 	HTTPPublishPort, TransportPublishPort int
-	Settings                              map[string]string
+	// HTTPPort / TransportPort are the ports the node binds (0: a free
+	// port, see FreePorts). Known before Start, they let a test put a
+	// proxy in front of a node whose publish ports lead to it: the cluster
+	// forms through it.
+	HTTPPort, TransportPort int
+	Settings                map[string]string
 }
 
 // Cluster is a running set of real OpenSearch nodes on 127.0.0.1, one JVM
@@ -292,7 +297,8 @@ func (o Options) validate() error {
 	}
 	for i, p := range o.PerNode {
 		if p.WriteThreads < 0 || p.WriteQueueSize < 0 || p.HTTPPublishPort < 0 || p.HTTPPublishPort > 65535 ||
-			p.TransportPublishPort < 0 || p.TransportPublishPort > 65535 {
+			p.TransportPublishPort < 0 || p.TransportPublishPort > 65535 ||
+			p.HTTPPort < 0 || p.HTTPPort > 65535 || p.TransportPort < 0 || p.TransportPort > 65535 {
 			return fmt.Errorf("cluster: Options.PerNode[%d] has a negative or out-of-range value: %+v", i, p)
 		}
 	}
@@ -350,13 +356,22 @@ func (c *Cluster) start(ctx context.Context) error {
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("node-%d", i)
 		home := filepath.Join(c.dir, name)
-		c.nodes = append(c.nodes, &node{
+		nd := &node{
 			name:          name,
 			home:          home,
 			logPath:       filepath.Join(home, "node.log"),
 			httpPort:      ports[2*i],
 			transportPort: ports[2*i+1],
-		})
+		}
+		if i < len(c.opts.PerNode) {
+			if p := c.opts.PerNode[i].HTTPPort; p > 0 {
+				nd.httpPort = p
+			}
+			if p := c.opts.PerNode[i].TransportPort; p > 0 {
+				nd.transportPort = p
+			}
+		}
+		c.nodes = append(c.nodes, nd)
 	}
 	if c.opts.Security != nil {
 		if err := c.prepareSecurity(); err != nil {
@@ -401,6 +416,11 @@ func (c *Cluster) start(ctx context.Context) error {
 
 // pickPorts is freePorts; tests replace it to provoke a port clash.
 var pickPorts = freePorts
+
+// FreePorts returns n distinct ports of 127.0.0.1 that are free now, from
+// the range Start picks node ports in (for NodeOptions.HTTPPort and
+// TransportPort).
+func FreePorts(n int) ([]int, error) { return freePorts(n) }
 
 // freePorts picks distinct ports below the kernel's ephemeral range that can
 // be bound on 127.0.0.1 right now.

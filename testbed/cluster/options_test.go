@@ -22,6 +22,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"detached without dir", Options{Detached: true}, "Options.Dir"},
 		{"bad setting key", Options{Settings: map[string]string{"a=b": "c"}}, "bad key"},
 		{"bad publish port", Options{PerNode: []NodeOptions{{HTTPPublishPort: 70000}}}, "PerNode[0]"},
+		{"bad bound port", Options{PerNode: []NodeOptions{{}, {TransportPort: -1}}}, "PerNode[1]"},
 	}
 	for _, tc := range bad {
 		err := tc.o.validate()

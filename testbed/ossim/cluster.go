@@ -78,6 +78,9 @@ type shardCopy struct {
 	relocTo *Node // target while RELOCATING
 	allocID string
 	gen     int64 // bumped on every change; stale timers compare it
+	// delayedUntil: a replica lost with its node waits for NodeLeftDelay
+	// before it is allocated elsewhere (delayed_unassigned_shards).
+	delayedUntil time.Time
 }
 
 type indexTemplate struct {
@@ -365,6 +368,7 @@ func (c *Cluster) reallocate() {
 				}
 				sc.node = n
 				sc.state = StateInitializing
+				sc.delayedUntil = time.Time{}
 				sc.gen++
 				n.ensureStore(im, g.num)
 				gen, copyRef, grp := sc.gen, sc, g
@@ -433,6 +437,10 @@ func (c *Cluster) nodeLeft(n *Node) {
 				sc.node = nil
 				sc.state = StateUnassigned
 				sc.gen++
+				if c.opts.NodeLeftDelay > 0 {
+					// Counted as delayed once it is a replica (below).
+					sc.delayedUntil = time.Now().Add(c.opts.NodeLeftDelay)
+				}
 			}
 			prim := g.primaryCopy()
 			if prim != nil && prim.node == nil {

@@ -30,6 +30,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"reflect"
 	"sort"
 	"strconv"
@@ -436,7 +437,10 @@ func scenario(r *recorder) {
 	ask := (victim + 1) % 3
 	r.call("create pk-spread", ask, "PUT", "/pk-spread", `{"settings":{"number_of_shards":3,"number_of_replicas":0,"index.routing.allocation.total_shards_per_node":1}}`)
 	r.call("create pk-one", ask, "PUT", "/pk-one", fmt.Sprintf(`{"settings":{"number_of_shards":2,"number_of_replicas":0,"index.routing.allocation.require._name":%q}}`, r.tg.NodeName(victim)))
-	r.waitGreen("pk-spread,pk-one")
+	// rc: a copy on every node, so that the victim holds one to recover
+	// when it comes back.
+	r.call("create rc", ask, "PUT", "/rc", `{"settings":{"number_of_shards":1,"number_of_replicas":2}}`)
+	r.waitGreen("pk-spread,pk-one,rc")
 	lines = nil
 	for k := 0; k < 30; k++ {
 		for _, idx := range []string{"pk-spread", "pk-one"} {
@@ -494,9 +498,53 @@ func scenario(r *recorder) {
 	r.note("pit all lost after kill", map[string]any{"status": st, "type": get(m, "error", "type"), "root causes": roots,
 		"failed shard types": len(asList(get(m, "error", "failed_shards")))})
 
+	// Writes while the victim is down: its rc replicas stay UNASSIGNED
+	// (index.unassigned.node_left.delayed_timeout), each item is
+	// acknowledged by its primary alone, and the victim has operations to
+	// recover when it returns.
+	lines = nil
+	for k := 0; k < 3000; k++ {
+		lines = append(lines, fmt.Sprintf(`{"index":{"_index":"rc","_id":"rc-%d"}}`, k), fmt.Sprintf(`{"n":%d}`, k))
+	}
+	_, rh := r.call("", ask, "GET", "/_cluster/health/rc", "")
+	r.note("rc health while a node is down", map[string]any{"status": rh["status"], "unassigned_shards": rh["unassigned_shards"],
+		"delayed_unassigned_shards": rh["delayed_unassigned_shards"], "active_shards": rh["active_shards"]})
+	indexTotal := func() (sum float64) {
+		_, ns := r.call("", ask, "GET", "/_nodes/stats/indices/indexing", "")
+		for _, n := range asMap(ns["nodes"]) {
+			v, _ := get(n, "indices", "indexing", "index_total").(float64)
+			sum += v
+		}
+		return sum
+	}
+	before := indexTotal()
+	st, m = r.call("", ask, "POST", "/_bulk", bulkBody(lines...))
+	r.note("index_total over the nodes grew by (primaries and replicas)", indexTotal()-before)
+	_, is := r.call("", ask, "GET", "/rc/_stats/indexing,docs?level=shards", "")
+	var copiesSeen []string
+	for _, row := range asList(get(is, "indices", "rc", "shards", "0")) {
+		copiesSeen = append(copiesSeen, fmt.Sprintf("primary=%v %v index_total=%v", get(row, "routing", "primary"), get(row, "routing", "state"), get(row, "indexing", "index_total")))
+	}
+	sort.Strings(copiesSeen)
+	r.note("rc _stats while a node is down", map[string]any{"_shards": is["_shards"], "copies": copiesSeen,
+		"primaries index_total": get(is, "_all", "primaries", "indexing", "index_total"), "total index_total": get(is, "_all", "total", "indexing", "index_total")})
+	// A copy on every node: the victim's replica is lost, each item is
+	// acknowledged by 2 of 3 copies.
+	outcomes := map[string]int{}
+	for _, it := range asList(m["items"]) {
+		res := asMap(asMap(it)["index"])
+		outcomes[fmt.Sprintf("%v %v/%v/%v", res["status"], get(res, "_shards", "total"), get(res, "_shards", "successful"), get(res, "_shards", "failed"))]++
+	}
+	r.note("bulk while a node is down", map[string]any{"status": st, "errors": m["errors"], "items by status and _shards total/successful/failed": outcomes})
+
 	// The node comes back (the emulator's empty, the real one with its
-	// data): the contexts it held are gone for good.
-	if err := r.tg.Restart(victim); err != nil {
+	// data): the contexts it held are gone for good. Watched from the
+	// moment it is restarted (Restart of the real cluster returns once the
+	// node has joined, maybe after its copies recovered).
+	restarted := make(chan error, 1)
+	go func() { restarted <- r.tg.Restart(victim) }()
+	r.note("restarted node readiness", readiness(r, victim))
+	if err := <-restarted; err != nil {
 		t.Fatal(err)
 	}
 	deadline = time.Now().Add(90 * time.Second)
@@ -527,6 +575,89 @@ func scenario(r *recorder) {
 		fst = append(fst, get(f, "reason", "type"))
 	}
 	r.note("pit all lost after restart", map[string]any{"status": st, "type": get(m, "error", "type"), "root causes": roots, "failed shards": fst})
+}
+
+// quickGet is a GET that fails fast (a node that is not listening yet).
+func quickGet(url string) (int, error) {
+	resp, err := quickClient.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+var quickClient = &http.Client{Timeout: 2 * time.Second}
+
+// readiness polls a restarted node until its copies of rc are STARTED and
+// reports what a client sees meanwhile: the node answers GET / (and local
+// cluster health, counting its copies as initializing) before they are
+// recovered; wait_for_no_initializing_shards answers once they are.
+func readiness(r *recorder, victim int) map[string]any {
+	t := r.t
+	name := r.tg.NodeName(victim)
+	var rootWhileRecovering, localHealthInitializing, catInitializing bool
+	var firstNodes any
+	copies := 0
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		rootSt, _ := quickGet(r.tg.Addr(victim) + "/")
+		if rootSt != 200 {
+			if time.Now().After(deadline) {
+				t.Errorf("the restarted node did not answer GET / within 3m")
+				return nil
+			}
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		_, lh := r.call("", victim, "GET", "/_cluster/health/rc?local=true", "")
+		if firstNodes == nil {
+			firstNodes = lh["number_of_nodes"]
+		}
+		_, raw := doRaw(t, "GET", r.tg.Addr(victim)+"/_cat/shards/rc?format=json&h=shard,prirep,state,node", "", nil)
+		var rows []map[string]any
+		_ = json.Unmarshal(raw, &rows)
+		mine, started := 0, 0
+		for _, row := range rows {
+			if row["node"] != name {
+				continue
+			}
+			mine++
+			switch row["state"] {
+			case "STARTED":
+				started++
+			case "INITIALIZING":
+				catInitializing = true
+			}
+		}
+		if mine == 0 || started < mine {
+			rootWhileRecovering = true
+			if n, _ := lh["initializing_shards"].(float64); n >= 1 {
+				localHealthInitializing = true
+			}
+		}
+		if mine > 0 && started == mine {
+			copies = mine
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the restarted node's rc copies not all STARTED within 3m: %s", raw)
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	st, h := r.call("", victim, "GET", "/_cluster/health/rc?local=true&wait_for_nodes=3&wait_for_no_initializing_shards=true&timeout=30s", "")
+	return map[string]any{
+		"GET / answered before its copies were recovered":            rootWhileRecovering,
+		"local health counted its copies initializing meanwhile":     localHealthInitializing,
+		"_cat/shards showed its copies INITIALIZING":                 catInitializing,
+		"holds rc copies once recovered":                             copies >= 1,
+		"nodes in its local health when it first answered":           firstNodes,
+		"local health, wait_for_no_initializing_shards: HTTP status": st,
+		"... status":              h["status"],
+		"... initializing_shards": h["initializing_shards"],
+		"... timed_out":           h["timed_out"],
+	}
 }
 
 func asMap(v any) map[string]any {
@@ -567,7 +698,8 @@ func compareObservations(t *testing.T, emu, real []observation) {
 // TestDifferentialAgainstRealOpenSearch runs the scenario on both.
 func TestDifferentialAgainstRealOpenSearch(t *testing.T) {
 	emu := StartT(t, Options{Nodes: 3, NoHopLatency: true, DetectionDelay: 50 * time.Millisecond,
-		Zones: []string{"a", "b", "c"}, MaxContentLength: 1 << 20, RecoveryTime: 2 * time.Second})
+		Zones: []string{"a", "b", "c"}, MaxContentLength: 1 << 20, RecoveryTime: 2 * time.Second,
+		NodeLeftDelay: time.Minute}) // the server's index.unassigned.node_left.delayed_timeout
 	// Node 2 publishes an HTTP port nothing listens on (http.publish_port).
 	pub := freePort(t)
 	if err := emu.SetPublishAddress(2, "127.0.0.1:"+strconv.Itoa(pub)); err != nil {

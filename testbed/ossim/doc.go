@@ -8,16 +8,17 @@
 // executed locally, and every other shard group is forwarded over real HTTP
 // to the node holding its primary, which replicates it over HTTP to the
 // replicas. Each forwarded hop pays a configurable one-way latency, each
-// shard-level write holds a worker of a bounded write thread pool for a
-// configurable service time, and a full queue rejects the shard group with
-// 429 rejected_execution_exception.
+// shard-level write (primary and replica) holds a worker of a bounded write
+// thread pool for a configurable service time (CalibratedService: measured
+// on the real server), and a full queue rejects the shard group with 429
+// rejected_execution_exception.
 //
 // The response shapes follow shared/spec/opensearch.md §2–§4. What the
 // emulator deliberately does differently from a real server is listed in
 // README.md beside this file.
 //
-// Faults (StopNode, RestartNode, SetLatency, SetQueue, Blackhole, Relocate,
-// RejectNext) are available through the Go API and through the admin HTTP
+// Faults (StopNode, RestartNode, SetLatency, SetSlowness, SetQueue,
+// Blackhole, Relocate, RejectNext) are available through the Go API and through the admin HTTP
 // endpoints under /_ossim/ on every node. Server-side counters (Stats) tell a
 // test how many items were forwarded between nodes.
 package ossim

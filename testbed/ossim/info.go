@@ -160,21 +160,17 @@ func (q *request) handleNodes(segs []string) {
 		metrics = segs[i]
 		i++
 	}
+	indexMetrics := "" // /_nodes/stats/indices/<index metrics>
+	if stats && metrics == "indices" && i < len(segs) {
+		indexMetrics = segs[i]
+		i++
+	}
 	if i < len(segs) {
 		q.noHandler()
 		return
 	}
-	want := func(m string) bool {
-		if metrics == "" || metrics == "_all" {
-			return true
-		}
-		for _, x := range strings.Split(metrics, ",") {
-			if x == m {
-				return true
-			}
-		}
-		return false
-	}
+	want := func(m string) bool { return metricWanted(metrics, m) }
+	wantIndex := func(m string) bool { return metricWanted(indexMetrics, m) }
 	nodes := q.selectNodes(sel)
 	out := map[string]any{}
 	for _, n := range nodes {
@@ -186,14 +182,18 @@ func (q *request) handleNodes(segs []string) {
 			}
 			if want("indices") {
 				ns := n.Stats()
-				m["indices"] = map[string]any{
-					"docs": map[string]any{"count": ns.Docs, "deleted": 0},
-					"indexing": map[string]any{
+				ix := map[string]any{}
+				if wantIndex("docs") {
+					ix["docs"] = map[string]any{"count": ns.Docs, "deleted": 0}
+				}
+				if wantIndex("indexing") {
+					ix["indexing"] = map[string]any{
 						"index_total": ns.IndexedPrimary + ns.IndexedReplica, "index_time_in_millis": n.st.serviceNanos.Load() / 1e6,
 						"index_current": 0, "index_failed": 0, "delete_total": 0, "delete_time_in_millis": 0, "delete_current": 0,
 						"noop_update_total": 0, "is_throttled": false, "throttle_time_in_millis": 0,
-					},
+					}
 				}
+				m["indices"] = ix
 			}
 			if want("transport") {
 				m["transport"] = map[string]any{
@@ -237,6 +237,20 @@ func (q *request) handleNodes(segs []string) {
 	})
 }
 
+// metricWanted reports whether a metric list of a request path (a,b,c;
+// "" or _all: every metric) names m.
+func metricWanted(list, m string) bool {
+	if list == "" || list == "_all" {
+		return true
+	}
+	for _, x := range strings.Split(list, ",") {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
 func (n *Node) threadPoolStats() map[string]any {
 	w := n.write
 	active := w.active.Load()
@@ -266,11 +280,8 @@ func (q *request) handleCat(what string, rest []string) {
 		return
 	}
 	c := q.n.c
-	c.mu.RLock()
-	ims, e := c.resolveIndicesLocked(expr)
-	if e != nil {
-		c.mu.RUnlock()
-		q.failE(e)
+	ims, ok := q.rlockIndices(expr)
+	if !ok {
 		return
 	}
 	var cols []string
@@ -383,6 +394,7 @@ func (q *request) handleCat(what string, rest []string) {
 type healthInfo struct {
 	status                                                           string
 	nodes, dataNodes, activePrimaries, active, relocating, init, una int
+	delayed                                                          int // of una: waiting for NodeLeftDelay
 }
 
 func (c *Cluster) indexHealthLocked(im *indexMeta) string {
@@ -400,7 +412,11 @@ func (c *Cluster) indexHealthLocked(im *indexMeta) string {
 	return status
 }
 
-func (c *Cluster) health() healthInfo {
+func (c *Cluster) health() healthInfo { return c.healthOf("") }
+
+// healthOf is the health of the indices expr names (every index when
+// ""), as GET /_cluster/health/<expr>: red when expr names none.
+func (c *Cluster) healthOf(expr string) healthInfo {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	h := healthInfo{status: "green"}
@@ -412,7 +428,18 @@ func (c *Cluster) health() healthInfo {
 			}
 		}
 	}
-	for _, im := range c.indices {
+	ims := make([]*indexMeta, 0, len(c.indices))
+	if expr == "" {
+		for _, im := range c.indices {
+			ims = append(ims, im)
+		}
+	} else if r, e := c.resolveIndicesLocked(expr); e != nil || len(r) == 0 {
+		h.status = "red"
+	} else {
+		ims = r
+	}
+	now := time.Now()
+	for _, im := range ims {
 		switch c.indexHealthLocked(im) {
 		case "red":
 			h.status = "red"
@@ -426,6 +453,9 @@ func (c *Cluster) health() healthInfo {
 				switch {
 				case sc.node == nil:
 					h.una++
+					if !sc.primary && now.Before(sc.delayedUntil) {
+						h.delayed++
+					}
 				case sc.state == StateInitializing:
 					h.init++
 				default:
@@ -451,6 +481,10 @@ func (q *request) handleHealth(rest []string) {
 	if q.q.Get("local") == "true" && q.detachedHealth() {
 		return
 	}
+	expr := ""
+	if len(rest) > 0 {
+		expr = rest[0]
+	}
 	timeout := 30 * time.Second
 	if t := q.q.Get("timeout"); t != "" {
 		d, err := parseTimeValue(t)
@@ -469,7 +503,7 @@ func (q *request) handleHealth(rest []string) {
 	var h healthInfo
 	timedOut := false
 	for {
-		h = c.health()
+		h = c.healthOf(expr)
 		ok := (wantStatus == "" || healthRank[h.status] <= healthRank[wantStatus]) &&
 			(!noReloc || h.relocating == 0) && (!noInit || h.init == 0) &&
 			(wantNodes == "" || nodesOK(wantNodes, h.nodes))
@@ -496,7 +530,7 @@ func (q *request) handleHealth(rest []string) {
 		"number_of_nodes": h.nodes, "number_of_data_nodes": h.dataNodes, "discovered_master": true,
 		"discovered_cluster_manager": true, "active_primary_shards": h.activePrimaries, "active_shards": h.active,
 		"relocating_shards": h.relocating, "initializing_shards": h.init - h.relocating, "unassigned_shards": h.una,
-		"delayed_unassigned_shards": 0, "number_of_pending_tasks": 0, "number_of_in_flight_fetch": 0,
+		"delayed_unassigned_shards": h.delayed, "number_of_pending_tasks": 0, "number_of_in_flight_fetch": 0,
 		"task_max_waiting_in_queue_millis": 0, "active_shards_percent_as_number": pct,
 	})
 }
@@ -682,4 +716,80 @@ func (q *request) handleSearchShards(expr string) {
 		}
 	}
 	q.replyJSON(200, map[string]any{"nodes": nodes, "indices": indices, "shards": shards})
+}
+
+// rlockIndices read-locks the cluster state and resolves expr; on an
+// error it unlocks, answers it and returns false. The caller unlocks
+// c.mu otherwise.
+func (q *request) rlockIndices(expr string) ([]*indexMeta, bool) {
+	c := q.n.c
+	c.mu.RLock()
+	ims, e := c.resolveIndicesLocked(expr)
+	if e != nil {
+		c.mu.RUnlock()
+		q.failE(e)
+		return nil, false
+	}
+	return ims, true
+}
+
+// handleIndexStats answers GET /<index>/_stats[/<metrics>]: per index the
+// documents and indexing operations of its primaries and of all copies,
+// and with level=shards each started copy's (its routing: state, primary,
+// node id). index_total counts what a copy indexed as primary and as
+// replica since its node (re)started, as the server does.
+func (q *request) handleIndexStats(expr string) {
+	c := q.n.c
+	ims, ok := q.rlockIndices(expr)
+	if !ok {
+		return
+	}
+	shardLevel := q.q.Get("level") == "shards"
+	type sums struct{ docs, indexed int64 }
+	stat := func(s sums) map[string]any {
+		return map[string]any{"docs": map[string]any{"count": s.docs, "deleted": 0}, "indexing": map[string]any{"index_total": s.indexed}}
+	}
+	indices := map[string]any{}
+	var allPrim, allTotal sums
+	copies, started := 0, 0
+	for _, im := range ims {
+		var prim, tot sums
+		shards := map[string]any{}
+		for _, g := range im.shards {
+			var rows []any
+			for _, sc := range g.copies {
+				copies++
+				if sc.node == nil || (sc.state != StateStarted && sc.state != StateRelocating) {
+					continue
+				}
+				started++
+				var s sums
+				if st := sc.node.store(im.uuid, g.num); st != nil {
+					p, r := st.indexed()
+					s = sums{int64(st.count()), p + r}
+				}
+				tot.docs, tot.indexed = tot.docs+s.docs, tot.indexed+s.indexed
+				if sc.primary {
+					prim.docs, prim.indexed = prim.docs+s.docs, prim.indexed+s.indexed
+				}
+				row := stat(s)
+				row["routing"] = map[string]any{"state": sc.state, "primary": sc.primary, "node": sc.node.id, "relocating_node": nil}
+				rows = append(rows, row)
+			}
+			shards[strconv.Itoa(g.num)] = rows
+		}
+		allPrim.docs, allPrim.indexed = allPrim.docs+prim.docs, allPrim.indexed+prim.indexed
+		allTotal.docs, allTotal.indexed = allTotal.docs+tot.docs, allTotal.indexed+tot.indexed
+		ix := map[string]any{"uuid": im.uuid, "primaries": stat(prim), "total": stat(tot)}
+		if shardLevel {
+			ix["shards"] = shards
+		}
+		indices[im.name] = ix
+	}
+	c.mu.RUnlock()
+	q.replyJSON(200, map[string]any{
+		"_shards": map[string]any{"total": copies, "successful": started, "failed": 0},
+		"_all":    map[string]any{"primaries": stat(allPrim), "total": stat(allTotal)},
+		"indices": indices,
+	})
 }

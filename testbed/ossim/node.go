@@ -135,6 +135,10 @@ type NodeStats struct {
 	WriteCompleted int64 `json:"write_completed"`
 	// WriteWaitNanos: total time shard writes waited in the write queue.
 	WriteWaitNanos int64 `json:"write_wait_nanos"`
+	// ServiceNanos: total service time shard writes held a worker here
+	// (ServiceBase, ServicePerItem, SetSlowness); over elapsed time ×
+	// WriteThreads it is how busy the node's write pool was.
+	ServiceNanos int64 `json:"service_nanos"`
 }
 
 func newNode(c *Cluster, i int) *Node {
@@ -351,6 +355,7 @@ func (n *Node) Stats() NodeStats {
 		PrimaryWrites: s.primaryWrites.Load(), ItemsPrimary: s.itemsPrimary.Load(),
 		ReplicaWrites: s.replicaWrites.Load(), ItemsReplica: s.itemsReplica.Load(),
 		IndexedPrimary: s.indexedPrimary.Load(), IndexedReplica: s.indexedReplica.Load(),
+		ServiceNanos:    s.serviceNanos.Load(),
 		GroupsForwarded: s.groupsForwarded.Load(), ItemsForwarded: s.itemsForwarded.Load(),
 		ForwardRetries: s.forwardRetries.Load(),
 		RejectedGroups: s.rejectedGroups.Load(), RejectedItems: s.rejectedItems.Load(), RejectedBulks: s.rejectedBulks.Load(),

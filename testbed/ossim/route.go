@@ -214,6 +214,11 @@ func (q *request) routeIndex(segs []string) {
 			q.handleGetIndex(index)
 			return
 		}
+	case "_stats":
+		if get && len(segs) <= 3 {
+			q.handleIndexStats(index)
+			return
+		}
 	case "_mapping":
 		if len(segs) == 2 && m == http.MethodPut {
 			q.reply(200, []byte(`{"acknowledged":true}`))

@@ -1241,11 +1241,8 @@ func (q *request) handleCreatePIT(expr string) {
 		return
 	}
 	c := q.n.c
-	c.mu.RLock()
-	ims, e := c.resolveIndicesLocked(expr)
-	if e != nil {
-		c.mu.RUnlock()
-		q.failE(e)
+	ims, ok := q.rlockIndices(expr)
+	if !ok {
 		return
 	}
 	type pick struct {

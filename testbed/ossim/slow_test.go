@@ -62,6 +62,9 @@ func TestSetSlownessMultipliesPrimaryAndReplicaServiceTime(t *testing.T) {
 	if d := timedWrite(t, c, 0, "s", onOther); d < 95*time.Millisecond {
 		t.Errorf("write replicated to the slowed node took %v, want ≥ 100ms", d)
 	}
+	if sn := c.NodeStats(1).ServiceNanos; sn < int64(8*base) {
+		t.Errorf("slowed node's ServiceNanos %v, want ≥ %v (a primary and a replica write at 4×)", time.Duration(sn), 8*base)
+	}
 	// The factor scales only the node it is set on, and 1 restores it.
 	if got := c.Node(0).serviceTime(10); got != base {
 		t.Errorf("healthy node's service time %v, want %v", got, base)
@@ -172,9 +175,32 @@ func TestShardCopiesCountPrimaryAndReplicaOperations(t *testing.T) {
 	if nodePrim != 60 || nodeRepl != 60 {
 		t.Errorf("node counters: indexed as primary %d, as replica %d; want 60 and 60", nodePrim, nodeRepl)
 	}
+	// The server's per-copy field: GET /<index>/_stats?level=shards.
+	is := mustOK(t, "GET", c.Addr(2)+"/cnt/_stats/indexing,docs?level=shards", "")
+	if p, tot := get(is, "_all", "primaries", "indexing", "index_total"), get(is, "_all", "total", "indexing", "index_total"); p != 60.0 || tot != 120.0 {
+		t.Errorf("_stats: primaries index_total %v, total %v; want 60 and 120", p, tot)
+	}
+	for _, s := range sh {
+		found := false
+		for _, row := range asList(get(is, "indices", "cnt", "shards", fmt.Sprint(s.Shard))) {
+			if get(row, "routing", "primary") == s.Primary && get(row, "routing", "node") == c.Node(s.Node).ID() {
+				found = true
+				if got := get(row, "indexing", "index_total"); got != float64(s.IndexedPrimary+s.IndexedReplica) {
+					t.Errorf("shard %d primary=%v: index_total %v, want %d", s.Shard, s.Primary, got, s.IndexedPrimary+s.IndexedReplica)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("shard %d primary=%v on node %d missing from _stats: %v", s.Shard, s.Primary, s.Node, get(is, "indices", "cnt", "shards"))
+		}
+	}
 	// The server's per-node field: indices.indexing.index_total counts
 	// primary and replica operations alike.
-	ns := mustOK(t, "GET", c.Addr(0)+"/_nodes/stats/indices", "")
+	if d := mustOK(t, "GET", c.Addr(0)+"/_nodes/stats/indices/docs", ""); get(d, "nodes", c.Node(0).ID(), "indices", "indexing") != nil ||
+		get(d, "nodes", c.Node(0).ID(), "indices", "docs", "count") == nil {
+		t.Errorf("_nodes/stats/indices/docs: %v", d)
+	}
+	ns := mustOK(t, "GET", c.Addr(0)+"/_nodes/stats/indices/indexing", "")
 	var total float64
 	for _, st := range c.Stats() {
 		got := get(ns, "nodes", st.ID, "indices", "indexing", "index_total")
@@ -190,3 +216,56 @@ func TestShardCopiesCountPrimaryAndReplicaOperations(t *testing.T) {
 
 func posInf() float64 { return math.Inf(1) }
 func nan() float64    { return math.NaN() }
+
+func TestClusterHealthOfIndices(t *testing.T) {
+	c := StartT(t, Options{Nodes: 1})
+	createIndex(t, c.Addr(0), "g", 2, 0, "")
+	createIndex(t, c.Addr(0), "y", 1, 1, "") // its replica has no second node
+	if h := mustOK(t, "GET", c.Addr(0)+"/_cluster/health", ""); h["status"] != "yellow" || h["active_shards"] != 3.0 {
+		t.Errorf("cluster health %v", h)
+	}
+	h := mustOK(t, "GET", c.Addr(0)+"/_cluster/health/g?local=true&wait_for_status=green&timeout=1s", "")
+	if h["status"] != "green" || h["active_shards"] != 2.0 || h["unassigned_shards"] != 0.0 || h["timed_out"] != false {
+		t.Errorf("health of g %v", h)
+	}
+	if h := mustOK(t, "GET", c.Addr(0)+"/_cluster/health/y", ""); h["status"] != "yellow" || h["active_shards"] != 1.0 || h["unassigned_shards"] != 1.0 {
+		t.Errorf("health of y %v", h)
+	}
+	if h := mustOK(t, "GET", c.Addr(0)+"/_cluster/health/g,y", ""); h["status"] != "yellow" || h["active_shards"] != 3.0 {
+		t.Errorf("health of g,y %v", h)
+	}
+}
+
+func TestDelayedUnassignedReplicas(t *testing.T) {
+	c := StartT(t, Options{Nodes: 3, NodeLeftDelay: 300 * time.Millisecond, DetectionDelay: 10 * time.Millisecond, RecoveryTime: 10 * time.Millisecond})
+	createIndex(t, c.Addr(0), "dl", 1, 2, "") // a copy on every node
+	if err := c.WaitGreen(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StopNode(2); err != nil {
+		t.Fatal(err)
+	}
+	var h map[string]any
+	if err := WaitFor(2*time.Second, func() bool {
+		h = mustOK(t, "GET", c.Addr(0)+"/_cluster/health/dl", "")
+		return h["number_of_nodes"] == 2.0
+	}); err != nil {
+		t.Fatalf("node never left: %v", h)
+	}
+	if h["unassigned_shards"] != 1.0 || h["delayed_unassigned_shards"] != 1.0 {
+		t.Errorf("right after the node left: %v, want 1 unassigned, delayed", h)
+	}
+	time.Sleep(400 * time.Millisecond) // past NodeLeftDelay: no node to take it, no longer delayed
+	if h := mustOK(t, "GET", c.Addr(0)+"/_cluster/health/dl", ""); h["unassigned_shards"] != 1.0 || h["delayed_unassigned_shards"] != 0.0 {
+		t.Errorf("after NodeLeftDelay: %v, want 1 unassigned, not delayed", h)
+	}
+	if err := c.RestartNode(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitGreen(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if h := mustOK(t, "GET", c.Addr(0)+"/_cluster/health/dl", ""); h["delayed_unassigned_shards"] != 0.0 {
+		t.Errorf("green again: %v", h)
+	}
+}

@@ -3,8 +3,11 @@
 // Service, a NAT'ed cluster), and a trap, an address that accepts
 // connections, counts them and closes them at once (a publish address that
 // leads nowhere). SetDelay adds latency (mean ± jitter) to every chunk it
-// forwards, in each direction, at run time: a proxy in front of a real
-// node's HTTP and transport ports makes it a slow node.
+// forwards, in each direction, at run time: proxies in front of a real
+// node's HTTP and transport ports make it a slow node (TestDelayedRealNode:
+// bind the node on ports chosen first, cluster.NodeOptions HTTPPort and
+// TransportPort, and publish the proxies', HTTPPublishPort and
+// TransportPublishPort).
 //
 // Both listen on 127.0.0.1 only and refuse backends outside 127.0.0.0/8.
 package tcpproxy
