@@ -245,6 +245,25 @@ func TestRealClusterOtelV1TraceAnalytics(t *testing.T) {
 
 	var targets []string
 	t.Run("service map", func(t *testing.T) {
+		// The edges are written by the exporter's background pass (every
+		// fix-up interval), after the spans: wait for all of them to be
+		// searchable before asking.
+		edges := len(w.expectedEdges())
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			httpJSON(t, "POST", base+"/"+otelv1.ServiceMapIndex+"/_refresh", "", nil)
+			var cnt struct {
+				Count int `json:"count"`
+			}
+			// 404 until the first edge creates the index.
+			httpJSON(t, "GET", base+"/"+otelv1.ServiceMapIndex+"/_count", "", &cnt)
+			n := cnt.Count
+			if n >= edges {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d service-map edges stored 20s after the last export", n, edges)
+			}
+		}
 		res := taSearch(t, base, otelv1.ServiceMapIndex, taServiceMapQuery)
 		got := buckets(res, "aggregations", "service_name", "buckets")
 		type sm struct{ targets, dests map[string]string } // resource → domain ("" for targets)
