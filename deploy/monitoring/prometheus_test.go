@@ -318,12 +318,23 @@ scrape_configs:
 	}, []string{"OpenSearchRoutedRecordsFailing"}, []string{"OpenSearchRoutedNodeDead", "OpenSearchRoutedNodeDegraded"})
 
 	for _, q := range queries {
-		if !checked[q.Panel+"/"+q.RefID] {
+		if !checked[q.Panel+"/"+q.RefID] && !notLive[q.Panel] {
 			t.Errorf("panel %q query %s is checked in no phase", q.Panel, q.RefID)
 		}
 	}
 	load.stop()
 	t.Logf("load: %d requests accepted, %d refused by the collector; test took %v", load.ok.Load(), load.failed.Load(), time.Since(start).Round(time.Millisecond))
+}
+
+// notLive are the panels this test's cluster gives no data: the trace
+// groups and the service map exist only in mapping.mode otel-v1 (the
+// collector here writes SS4O), steering only while a node is marked
+// degraded. Their queries are parsed and their metrics checked against
+// what the collector serves (TestPanelQueriesParse) like every other.
+var notLive = map[string]bool{
+	"Steered documents and records at risk": true,
+	"Trace groups by outcome":               true,
+	"Service map edges by outcome":          true,
 }
 
 var allAlerts = []string{
