@@ -85,8 +85,13 @@ func (r *Router) ObserveWrite(n *Node, elapsed time.Duration, items int, bytes i
 	if d == nil || n == nil || items <= 0 {
 		return
 	}
-	if _, ok := d.nodes.Load(n.ID()); !ok {
+	if v, ok := d.nodes.Load(n.ID()); !ok || v.(*Node) != n {
 		d.nodes.Store(n.ID(), n)
+		if ok {
+			// The node left the topology and came back under its id (a
+			// restart): a new Node, marked from now on, judged afresh.
+			d.out.Forget(n.ID())
+		}
 	}
 	cost := float64(items)
 	if d.perKiB {

@@ -13,7 +13,12 @@ import (
 // n<s+1>) with the write detector on and a fake clock.
 func degradedRouter(t *testing.T, mod func(*Options)) (*Router, *fakeClock, map[string]*Node, *[]string) {
 	t.Helper()
-	f := threeNodes(t)
+	r, clk, nodes, changes, _ := degradedRouterOn(t, threeNodes(t), mod)
+	return r, clk, nodes, changes
+}
+
+func degradedRouterOn(t *testing.T, f *fakeCluster, mod func(*Options)) (*Router, *fakeClock, map[string]*Node, *[]string, *fakeCluster) {
+	t.Helper()
 	clk := &fakeClock{t: time.Now()} // the detector's first evaluation is due a second after New
 	var mu sync.Mutex
 	changes := []string{}
@@ -37,7 +42,7 @@ func degradedRouter(t *testing.T, mod func(*Options)) (*Router, *fakeClock, map[
 	for _, n := range r.Topology().Nodes {
 		nodes[n.Name()] = n
 	}
-	return r, clk, nodes, &changes
+	return r, clk, nodes, &changes, f
 }
 
 // writes feeds rounds of one sub-bulk of 100 items per node, each node's
@@ -228,5 +233,36 @@ func TestOutlierStickyEjectionTimeGrows(t *testing.T) {
 	feed(o, clk, 700, fast) // 22s in all: past two
 	if o.Ejected(m[2]) {
 		t.Fatal("still ejected after twice the base time")
+	}
+}
+
+// A node that leaves the cluster and comes back under its id (a restart)
+// is a new Node; the detector marks that one, not the retired one it
+// observed before, and judges it afresh.
+func TestWriteDetectorMarksTheReturnedNode(t *testing.T) {
+	r, clk, nodes, _, f := degradedRouterOn(t, threeNodes(t), nil)
+	even := map[string]time.Duration{"n0": time.Millisecond, "n1": time.Millisecond, "n2": time.Millisecond}
+	writes(r, clk, nodes, 30, even)
+	f.set(func(f *fakeCluster) { f.nodes = []string{"n0", "n2"} })
+	if err := r.Refresh(context.Background(), TriggerNodeFailure); err != nil {
+		t.Fatal(err)
+	}
+	f.set(func(f *fakeCluster) { f.nodes = []string{"n0", "n1", "n2"} })
+	if err := r.Refresh(context.Background(), TriggerPeriodic); err != nil {
+		t.Fatal(err)
+	}
+	back := map[string]*Node{}
+	for _, n := range r.Topology().Nodes {
+		back[n.Name()] = n
+	}
+	if back["n1"] == nodes["n1"] {
+		t.Fatal("the returned node is the retired Node: the test does not retire it")
+	}
+	writes(r, clk, back, 50, map[string]time.Duration{"n0": time.Millisecond, "n1": 5 * time.Millisecond, "n2": time.Millisecond})
+	if got := degradedSet(back); got != "[n1]" {
+		t.Fatalf("degraded %s, want [n1] (the returned node)", got)
+	}
+	if nodes["n1"].State() == NodeDegraded {
+		t.Error("the retired node was marked")
 	}
 }
