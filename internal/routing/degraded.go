@@ -2,6 +2,7 @@ package routing
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -44,7 +45,19 @@ type writeDetector struct {
 	nodes  sync.Map // node id → *Node, the nodes observed
 
 	partners atomic.Pointer[partnerMap]
+
+	// The latency per unit of every node's sub-bulks, by size class and
+	// over all (EWMAs, math.Float64bits; see ObserveWrite).
+	classes [sizeClasses]atomic.Uint64
+	overall atomic.Uint64
 }
+
+// sizeClasses: a sub-bulk's size class is the bit length of its cost in
+// units (1, 2–3, 4–7, … items or KiB).
+const sizeClasses = 24
+
+// refAlpha is the weight of a sample in the size-class references.
+const refAlpha = 0.05
 
 // partnerMap is, for one topology snapshot, the node ids whose routed
 // sub-bulks each node takes part in (itself and the primaries it holds a
@@ -80,6 +93,16 @@ func newWriteDetector(r *Router, cfg DegradedConfig) *writeDetector {
 // on n) that took elapsed from its send to its answer (not its wait for
 // the window), with items items in a body of bytes bytes. Only successful
 // requests should be observed. It does nothing when detection is off.
+//
+// A sub-bulk's latency has a fixed part, so a small one costs more per
+// item than a large one, and the nodes do not all get the same sizes: a
+// node marked degraded gets only what steering cannot move (documents
+// with span or attribute ids), in small sub-bulks. So a sample is judged
+// against the sub-bulks of its size class: its latency per unit is scaled
+// by the ratio of the all-sizes reference to its class's (both averages
+// over every node's sub-bulks), which keeps it in ns per unit of a
+// typical sub-bulk and makes a node's average independent of its mix of
+// sizes.
 func (r *Router) ObserveWrite(n *Node, elapsed time.Duration, items int, bytes int64) {
 	d := r.writes
 	if d == nil || n == nil || items <= 0 {
@@ -97,11 +120,38 @@ func (r *Router) ObserveWrite(n *Node, elapsed time.Duration, items int, bytes i
 	if d.perKiB {
 		cost = float64(bytes) / 1024
 	}
+	if cost > 0 {
+		per := float64(elapsed) / cost
+		class := min(bits.Len64(uint64(cost)), sizeClasses-1)
+		if ref, all := ewmaAdd(&d.classes[class], per), ewmaAdd(&d.overall, per); ref > 0 {
+			elapsed = time.Duration(float64(elapsed) * all / ref)
+		}
+	}
 	d.out.Observe(d.out.Member(n.ID()), elapsed, cost)
 }
 
+// ewmaAdd adds sample to the average in v (refAlpha) and returns the new
+// average; the first sample sets it.
+func ewmaAdd(v *atomic.Uint64, sample float64) float64 {
+	for {
+		old := v.Load()
+		avg := sample
+		if old != 0 {
+			f := math.Float64frombits(old)
+			avg = f + refAlpha*(sample-f)
+		}
+		if avg == 0 {
+			avg = math.SmallestNonzeroFloat64
+		}
+		if v.CompareAndSwap(old, math.Float64bits(avg)) {
+			return avg
+		}
+	}
+}
+
 // WriteLatency is n's average routed write latency in ns per item (or per
-// KiB), 0 before a sample or with detection off.
+// KiB) of a typical sub-bulk (see ObserveWrite), 0 before a sample or with
+// detection off.
 func (r *Router) WriteLatency(n *Node) float64 {
 	if r.writes == nil {
 		return 0

@@ -266,3 +266,44 @@ func TestWriteDetectorMarksTheReturnedNode(t *testing.T) {
 		t.Error("the retired node was marked")
 	}
 }
+
+// A sub-bulk's latency has a fixed part, so small ones cost more per item.
+// Once a node is marked, steering sends it only what cannot be steered
+// (small sub-bulks of span-id documents) while the others also take the
+// large ones: judged per item alone, the recovered node would look slow
+// for good. Its latency is compared with the others' for sub-bulks of its
+// size: it returns once it is fast again.
+func TestWriteDetectorReturnsANodeSentOnlySmallSubBulks(t *testing.T) {
+	r, clk, nodes, changes := degradedRouter(t, func(o *Options) { o.Degraded.Outliers.Ratio = 1.5 }) // the exporter's default
+	lat := func(items int) time.Duration { return time.Millisecond + time.Duration(items)*10*time.Microsecond }
+	for range 50 {
+		for _, name := range []string{"n0", "n1", "n2"} {
+			d := lat(100)
+			if name == "n1" {
+				d += 4 * time.Millisecond
+			}
+			r.ObserveWrite(nodes[name], d, 100, 100*512)
+		}
+		clk.add(100 * time.Millisecond)
+	}
+	if got := degradedSet(nodes); got != "[n1]" {
+		t.Fatalf("degraded %s, want [n1]", got)
+	}
+	// Recovered, but sent only small sub-bulks; the others take both. For
+	// longer than the ejection time (30s).
+	for range 350 {
+		for _, name := range []string{"n0", "n2"} {
+			r.ObserveWrite(nodes[name], lat(100), 100, 100*512)
+			r.ObserveWrite(nodes[name], lat(10), 10, 10*512)
+		}
+		r.ObserveWrite(nodes["n1"], lat(10), 10, 10*512)
+		clk.add(100 * time.Millisecond)
+	}
+	if got := degradedSet(nodes); got != "[]" {
+		t.Fatalf("recovered, sent small sub-bulks only: degraded %s; latencies n0 %v n1 %v n2 %v", got,
+			time.Duration(r.WriteLatency(nodes["n0"])), time.Duration(r.WriteLatency(nodes["n1"])), time.Duration(r.WriteLatency(nodes["n2"])))
+	}
+	if fmt.Sprint(*changes) != "[n1:degraded n1:alive]" {
+		t.Fatalf("state changes %v", *changes)
+	}
+}
