@@ -68,8 +68,8 @@ func newExporter(cfg *Config, set exporter.Settings, sig signal) (*osExporter, e
 		return nil, err
 	}
 	e := &osExporter{cfg: cfg, set: set, log: set.Logger, signal: sig, workers: newWorkers(maxIdleWorkers, waitSpin)}
-	e.tel = newTelemetry(tb, sig)
-	e.steerTel = newSteerTel(sig)
+	e.tel = newTelemetry(tb, sig, set.ID.String())
+	e.steerTel = newSteerTel(sig, e.tel.exporter)
 	e.targets.init(cfg, sig)
 	if sig == signalTraces && cfg.otelV1() {
 		e.otel = newOtelState(cfg)
@@ -252,16 +252,22 @@ func releaseShared(cfg *Config) error {
 }
 
 // telemetry records the exporter's own metrics with attribute sets built
-// once (recording allocates nothing per document).
+// once (recording allocates nothing per document). Every set has the
+// component id (exporter, as the exporterhelper's metrics name it), so that
+// two configured instances of the exporter (opensearchrouted/a and
+// opensearchrouted/b) report apart.
 type telemetry struct {
-	tb     *metadata.TelemetryBuilder
-	signal attribute.KeyValue
-	reg    metric.Registration
+	tb       *metadata.TelemetryBuilder
+	signal   attribute.KeyValue
+	exporter attribute.KeyValue
+	reg      metric.Registration
 
 	outcomes  [numOutcomes]metric.AddOption
 	fallbacks [numFallbacks]metric.AddOption
 	direct    metric.AddOption
 	unrouted  [16]metric.AddOption // by routing.Reason
+	groupOpts [numTGOutcomes]metric.AddOption
+	edgeOpts  [numEdgeOutcomes]metric.AddOption
 
 	mu    sync.Mutex
 	nodes map[string]*nodeAttrs // by node name
@@ -287,19 +293,34 @@ const (
 
 var outcomeNames = [numOutcomes]string{"indexed", "duplicate", "dead_lettered", "retried", "failed"}
 
-func newTelemetry(tb *metadata.TelemetryBuilder, sig signal) *telemetry {
-	t := &telemetry{tb: tb, signal: attribute.String("signal", sig.String()), nodes: map[string]*nodeAttrs{}}
+func newTelemetry(tb *metadata.TelemetryBuilder, sig signal, exporterID string) *telemetry {
+	t := &telemetry{tb: tb, signal: attribute.String("signal", sig.String()), exporter: attribute.String("exporter", exporterID), nodes: map[string]*nodeAttrs{}}
 	for i := range t.outcomes {
-		t.outcomes[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", outcomeNames[i]), t.signal))
+		t.outcomes[i] = t.opt(attribute.String("outcome", outcomeNames[i]), t.signal)
 	}
 	for i := range t.fallbacks {
-		t.fallbacks[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("fallback", fallbackNames[i]), t.signal))
+		t.fallbacks[i] = t.opt(attribute.String("fallback", fallbackNames[i]), t.signal)
 	}
-	t.direct = metric.WithAttributeSet(attribute.NewSet(attribute.String("path", "direct"), attribute.String("reason", routing.Routed.String())))
+	t.direct = t.opt(attribute.String("path", "direct"), attribute.String("reason", routing.Routed.String()))
 	for _, r := range routing.Reasons() {
-		t.unrouted[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("path", "unrouted"), attribute.String("reason", r.String())))
+		t.unrouted[r] = t.opt(attribute.String("path", "unrouted"), attribute.String("reason", r.String()))
+	}
+	for i, n := range tgOutcomeNames {
+		t.groupOpts[i] = t.opt(attribute.String("outcome", n))
+	}
+	for i, n := range edgeOutcomeNames {
+		t.edgeOpts[i] = t.opt(attribute.String("outcome", n))
 	}
 	return t
+}
+
+// set is kv with the exporter's id.
+func (t *telemetry) set(kv ...attribute.KeyValue) attribute.Set {
+	return attribute.NewSet(append(kv, t.exporter)...)
+}
+
+func (t *telemetry) opt(kv ...attribute.KeyValue) metric.MeasurementOption {
+	return metric.WithAttributeSet(t.set(kv...))
 }
 
 func (t *telemetry) documents(ctx context.Context, o docOutcome, n int) {
@@ -332,7 +353,7 @@ func (t *telemetry) node(name string) *nodeAttrs {
 	defer t.mu.Unlock()
 	na, ok := t.nodes[name]
 	if !ok {
-		set := attribute.NewSet(attribute.String("node", name))
+		set := t.set(attribute.String("node", name))
 		na = &nodeAttrs{set: set, record: metric.WithAttributeSet(set), add: metric.WithAttributeSet(set), byClass: map[string]metric.AddOption{}}
 		t.nodes[name] = na
 	}
@@ -344,7 +365,7 @@ func (t *telemetry) bulkRequest(ctx context.Context, node string, outcome string
 	t.mu.Lock()
 	opt, ok := na.byClass[outcome]
 	if !ok {
-		opt = metric.WithAttributeSet(attribute.NewSet(attribute.String("node", node), attribute.String("outcome", outcome)))
+		opt = t.opt(attribute.String("node", node), attribute.String("outcome", outcome))
 		na.byClass[outcome] = opt
 	}
 	t.mu.Unlock()
@@ -355,7 +376,7 @@ func (t *telemetry) bulkRequest(ctx context.Context, node string, outcome string
 
 func (t *telemetry) refreshed(trigger, outcome string) {
 	t.tb.OtelcolOpensearchroutedTopologyRefreshes.Add(context.Background(), 1,
-		metric.WithAttributes(attribute.String("trigger", trigger), attribute.String("outcome", outcome)))
+		t.opt(attribute.String("trigger", trigger), attribute.String("outcome", outcome)))
 }
 
 // observeNodes reports every node's window, in-flight requests and state,

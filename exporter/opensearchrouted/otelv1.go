@@ -9,8 +9,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/opensearchrouted/opensearchrouted/internal/bulk"
@@ -468,28 +466,19 @@ const (
 )
 
 var (
-	tgOpts   [numTGOutcomes]metric.AddOption
-	edgeOpts [numEdgeOutcomes]metric.AddOption
+	tgOutcomeNames   = [numTGOutcomes]string{"inline", "cache", "fixed_up", "unresolved"}
+	edgeOutcomeNames = [numEdgeOutcomes]string{"indexed", "duplicate", "failed", "dropped"}
 )
-
-func init() {
-	for i, n := range [...]string{"inline", "cache", "fixed_up", "unresolved"} {
-		tgOpts[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", n)))
-	}
-	for i, n := range [...]string{"indexed", "duplicate", "failed", "dropped"} {
-		edgeOpts[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", n)))
-	}
-}
 
 func (t *telemetry) traceGroups(ctx context.Context, o tgOutcome, n int) {
 	if n > 0 {
-		t.tb.OtelcolOpensearchroutedTraceGroups.Add(ctx, int64(n), tgOpts[o])
+		t.tb.OtelcolOpensearchroutedTraceGroups.Add(ctx, int64(n), t.groupOpts[o])
 	}
 }
 
 func (t *telemetry) edges(ctx context.Context, o edgeOutcome, n int) {
 	if n > 0 {
-		t.tb.OtelcolOpensearchroutedServiceMapEdges.Add(ctx, int64(n), edgeOpts[o])
+		t.tb.OtelcolOpensearchroutedServiceMapEdges.Add(ctx, int64(n), t.edgeOpts[o])
 	}
 }
 

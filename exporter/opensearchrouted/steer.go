@@ -50,11 +50,11 @@ type steerTel struct {
 	risk    [routing.NumRisks]metric.AddOption
 }
 
-func newSteerTel(sig signal) steerTel {
+func newSteerTel(sig signal, exporter attribute.KeyValue) steerTel {
 	s := attribute.String("signal", sig.String())
-	t := steerTel{steered: metric.WithAttributeSet(attribute.NewSet(s))}
+	t := steerTel{steered: metric.WithAttributeSet(attribute.NewSet(s, exporter))}
 	for r := range t.risk {
-		t.risk[r] = metric.WithAttributeSet(attribute.NewSet(s, attribute.String("risk", routing.Risk(r).String())))
+		t.risk[r] = metric.WithAttributeSet(attribute.NewSet(s, exporter, attribute.String("risk", routing.Risk(r).String())))
 	}
 	return t
 }
