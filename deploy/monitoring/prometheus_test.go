@@ -47,14 +47,25 @@ const rateInterval = "4s"
 // testCollectorOverrides are what the test changes in the demo's collector
 // configuration (testbed/demo/collector.yaml: OTLP in, the exporter out to
 // three endpoints, the internal telemetry on a Prometheus endpoint), merged
-// over it by the collector (a second --config): node stats every second,
-// the collector's retry after 1s, small batches, a queue counted in items.
+// over it by the collector (a second --config): a fourth endpoint, node
+// stats every second, a degraded node back in service 2s after it is fast
+// again, the collector's retry after 1s, small batches, a queue counted in
+// items; and a second exporter, opensearchrouted/otelv1, writing the same
+// spans in mapping.mode otel-v1 (trace groups, service map) through its
+// own traces pipeline.
 const testCollectorOverrides = `
 exporters:
   opensearchrouted:
+    endpoints:
+      - ${env:OSR_OPENSEARCH_ENDPOINT}
+      - ${env:OSR_OPENSEARCH_ENDPOINT_1}
+      - ${env:OSR_OPENSEARCH_ENDPOINT_2}
+      - ${env:OSR_OPENSEARCH_ENDPOINT_3}
     timeout: 5s
     routing:
       node_stats_interval: 1s
+      degraded_detection:
+        base_ejection_time: 2s
     bulk:
       max_bytes: 262144
     retry_on_failure:
@@ -70,6 +81,39 @@ exporters:
         flush_timeout: 100ms
         min_size: 500
         max_size: 1000
+  opensearchrouted/otelv1:
+    endpoints:
+      - ${env:OSR_OPENSEARCH_ENDPOINT}
+      - ${env:OSR_OPENSEARCH_ENDPOINT_1}
+      - ${env:OSR_OPENSEARCH_ENDPOINT_2}
+      - ${env:OSR_OPENSEARCH_ENDPOINT_3}
+    mapping:
+      mode: otel-v1
+    install_templates: true
+    timeout: 5s
+    routing:
+      node_stats_interval: 1s
+    retry_on_failure:
+      enabled: true
+      initial_interval: 1s
+      max_interval: 2s
+      max_elapsed_time: 10m
+    sending_queue:
+      enabled: true
+      num_consumers: 2
+      queue_size: 100000
+      sizer: items
+      batch:
+        flush_timeout: 100ms
+        min_size: 500
+        max_size: 1000
+
+service:
+  pipelines:
+    traces/otelv1:
+      receivers: [otlp]
+      processors: [memory_limiter]
+      exporters: [opensearchrouted/otelv1]
 `
 
 // expect is what one panel query must return at some moment of a phase:
@@ -91,7 +135,7 @@ func equals(x float64) func(float64) bool {
 
 // TestDashboardAndAlertsAgainstPrometheus runs the collector (built and
 // configured as the demo builds and configures it, with
-// testCollectorOverrides) with the exporter against a 3-node emulated cluster,
+// testCollectorOverrides) with the exporter against a 4-node emulated cluster,
 // and a real Prometheus (the prometheus binary on PATH) scraping the
 // collector's internal telemetry every second and evaluating the shipped
 // alert rules every second, their for: divided by forDivisor (ScaleFor;
@@ -103,10 +147,17 @@ func equals(x float64) func(float64) bool {
 // in no phase before their own:
 //
 //   - healthy: after a warm-up of small requests until documents go
-//     direct, logs and spans (some spans with an all-zero span id, which
-//     get a content id instead) at about 2,400 records/s;
+//     direct, logs and traces of two spans (a frontend root and its
+//     checkout child: trace groups inline, a service-map edge; some
+//     roots with an all-zero span id, which get a content id instead) at
+//     about 2,400 records/s;
 //   - throttled: every node refuses every bulk with 429
 //     (RejectNextBulks), until the retried share alert fires;
+//   - node degraded: the bulk requests to a node (not its other requests,
+//     nor its replica writes) take 60ms more, until the exporter marks it
+//     degraded, steers content-id logs away from its shards and the
+//     degraded node alert fires; then it is fast again until it is back
+//     in service and the alert resolved;
 //   - node down: a node holding a primary of the logs data stream stops
 //     (StopNode; the cluster, as while fault detection runs, still shows
 //     its shards), until the unrouted share alert fires; it restarts;
@@ -114,17 +165,16 @@ func equals(x float64) func(float64) bool {
 //     reset while the cluster keeps it, until the dead node alert fires;
 //   - discovery forbidden: the nodes answer node stats polls with 403;
 //   - refused: a log record dated after 2262 (date_nanos refuses it in both
-//     shapes: dead-lettered) and one larger than the nodes'
+//     shapes: dead-lettered), one larger than the nodes'
 //     http.max_content_length (refused alone, its dead-letter document
-//     too: failed).
+//     too: failed), and one dated an hour ahead (stored; at risk for
+//     steering).
 //
-// The degraded alert is checked by TestAlertRulesUnit (promtool), not here:
-// nothing in this cluster makes the exporter mark a node degraded; here it
-// must fire in no phase.
+// Every panel query must have been checked in some phase.
 func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 	promBin := prometheusBinary(t, "prometheus")
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 
 	root, err := demo.FindRoot()
@@ -138,9 +188,11 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 	}
 	t.Logf("collector built in %v", time.Since(start).Round(time.Millisecond))
 
-	// Three shards per index, so that every node holds primaries, one
-	// replica; a stopped node stays listed for longer than the test.
-	sim := ossim.StartT(t, ossim.Options{Nodes: 3, DefaultShards: 3, DetectionDelay: 10 * time.Minute, PrimaryWait: 300 * time.Millisecond,
+	// Four shards per index, so that every node holds primaries, one
+	// replica: a node holds copies of half of an index's shards, so that
+	// steering has the other half to go to. A stopped node stays listed
+	// for longer than the test.
+	sim := ossim.StartT(t, ossim.Options{Nodes: 4, DefaultShards: 4, DetectionDelay: 10 * time.Minute, PrimaryWait: 300 * time.Millisecond,
 		MaxContentLength: 1 << 20, NoHopLatency: true})
 	proxies := make([]*nodeProxy, sim.Len())
 	endpoints := make([]string, sim.Len())
@@ -160,7 +212,7 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 	col := startProcess(t, dir, "collector", bin,
 		[]string{"--config", filepath.Join(root, "testbed", "demo", "collector.yaml"), "--config", overrides},
 		"OSR_OTLP_GRPC="+otlpAddr, "OSR_OPENSEARCH_ENDPOINT="+endpoints[0], "OSR_OPENSEARCH_ENDPOINT_1="+endpoints[1],
-		"OSR_OPENSEARCH_ENDPOINT_2="+endpoints[2], "OSR_ROUTING=true", "OSR_DATASET=default",
+		"OSR_OPENSEARCH_ENDPOINT_2="+endpoints[2], "OSR_OPENSEARCH_ENDPOINT_3="+endpoints[3], "OSR_ROUTING=true", "OSR_DATASET=default",
 		"OSR_METRICS_PORT="+strconv.Itoa(metricsPort), "OSR_HEALTH_PORT="+strconv.Itoa(healthPort))
 
 	rules, err := ScaleFor(forDivisor)
@@ -185,7 +237,7 @@ scrape_configs:
 		"--log.level=warn",
 	})
 	prom := &promAPI{base: "http://127.0.0.1:" + strconv.Itoa(promPort)}
-	waitUntil(t, ctx, 60*time.Second, "Prometheus ready and the exporter's three nodes scraped", func() (bool, string) {
+	waitUntil(t, ctx, 60*time.Second, "Prometheus ready and the four nodes of both exporters scraped", func() (bool, string) {
 		if exited := col.exited() + pr.exited(); exited != "" {
 			t.Fatalf("%s before the test began", exited)
 		}
@@ -193,7 +245,7 @@ scrape_configs:
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(s) == 3, fmt.Sprintf("%d node_state series", len(s))
+		return len(s) == 2*sim.Len(), fmt.Sprintf("node_state series %v", s)
 	})
 	t.Logf("collector and Prometheus up at %v", time.Since(start).Round(time.Millisecond))
 
@@ -226,6 +278,7 @@ scrape_configs:
 	}
 	checked := map[string]bool{}
 	ph := &phases{t: t, ctx: ctx, prom: prom, panels: byPanel, checked: checked, start: start}
+	nodes := sim.Len()
 
 	// Healthy: every panel shows the healthy cluster; no alert fires for
 	// the longest for: (15m shipped, 8s here) and 3s more.
@@ -244,14 +297,16 @@ scrape_configs:
 		{panel: "Fallback documents", ref: "A", match: map[string]string{"fallback": "invalid_span_id", "signal": "traces"}, n: 1, ok: positive},
 		{panel: "Sending queue", ref: "A", match: map[string]string{"exporter": "opensearchrouted", "data_type": "logs"}, n: 1},
 		{panel: "Sending queue", ref: "B", match: map[string]string{"exporter": "opensearchrouted", "data_type": "logs"}, n: 1, ok: equals(100000)},
-		{panel: "Node state", ref: "A", n: 3, ok: equals(0)},
-		{panel: "Congestion window per node", ref: "A", n: 3, ok: positive},
-		{panel: "Requests in flight per node", ref: "A", n: 3},
-		{panel: "Bulk requests by outcome", ref: "A", match: map[string]string{"outcome": "ok"}, n: 3, ok: positive},
-		{panel: "Bulk request latency p50 / p99", ref: "A", n: 3, ok: finite},
-		{panel: "Bulk request latency p50 / p99", ref: "B", n: 3, ok: finite},
-		{panel: "Bytes sent per node", ref: "A", n: 3, ok: positive},
+		{panel: "Node state", ref: "A", n: nodes, ok: equals(0)},
+		{panel: "Congestion window per node", ref: "A", n: nodes, ok: positive},
+		{panel: "Requests in flight per node", ref: "A", n: nodes},
+		{panel: "Bulk requests by outcome", ref: "A", match: map[string]string{"outcome": "ok"}, n: nodes, ok: positive},
+		{panel: "Bulk request latency p50 / p99", ref: "A", n: nodes, ok: finite},
+		{panel: "Bulk request latency p50 / p99", ref: "B", n: nodes, ok: finite},
+		{panel: "Bytes sent per node", ref: "A", n: nodes, ok: positive},
 		{panel: "Topology refreshes by trigger and outcome", ref: "A", match: map[string]string{"outcome": "ok"}, n: 1},
+		{panel: "Trace groups by outcome", ref: "A", match: map[string]string{"outcome": "inline"}, n: 1, ok: positive},
+		{panel: "Service map edges by outcome", ref: "A", match: map[string]string{"outcome": "indexed"}, n: 1},
 	}, nil, allAlerts)
 
 	// Throttled: every bulk refused with 429.
@@ -266,6 +321,18 @@ scrape_configs:
 		must(t, sim.RejectNextBulks(i, 0))
 	}
 
+	// Node degraded: the node's bulk requests are slow where the exporter
+	// meets it (its HTTP path), its replica writes are not.
+	slow := primaryNode(t, sim, "ss4o_logs-default-namespace")
+	slowName := sim.Node(slow).Name()
+	proxies[slow].bulkDelay.Store(int64(60 * time.Millisecond))
+	ph.run("node degraded", 0, 60*time.Second, []expect{
+		{panel: "Node state", ref: "A", match: map[string]string{"node": slowName}, n: 1, ok: equals(3)},
+		{panel: "Steered documents and records at risk", ref: "A", match: map[string]string{"signal": "logs"}, n: 1, ok: positive},
+	}, []string{"OpenSearchRoutedNodeDegraded"}, []string{"OpenSearchRoutedNodeDead", "OpenSearchRoutedDiscoveryForbidden", "OpenSearchRoutedRecordsFailing", "OpenSearchRoutedUnroutedShareHigh"})
+	proxies[slow].bulkDelay.Store(0)
+	waitNodes(t, ctx, prom, byPanel, nodes, "the slow node back in service and the degraded node alert resolved", "OpenSearchRoutedNodeDegraded")
+
 	// Node down: a node holding a primary of the logs data stream stops.
 	// It leaves the node list at once (nodes info no longer hears from it;
 	// the exporter stops tracking it) while the cluster still shows its
@@ -274,14 +341,14 @@ scrape_configs:
 	down := primaryNode(t, sim, "ss4o_logs-default-namespace")
 	downName := sim.Node(down).Name()
 	must(t, sim.StopNode(down))
-	ph.run("node down", 0, 60*time.Second, []expect{
+	ph.run("node down", 0, 150*time.Second, []expect{
 		{panel: "Bulk requests by outcome", ref: "A", match: map[string]string{"node": downName, "outcome": "node_down"}, n: 1},
 		{panel: "Direct vs unrouted share", ref: "A", match: map[string]string{"path": "unrouted"}, n: 1, ok: positive},
 		{panel: "Unrouted documents by reason", ref: "A", match: map[string]string{"reason": "shard_unassigned"}, n: 1, ok: positive},
 		{panel: "Topology refreshes by trigger and outcome", ref: "A", match: map[string]string{"trigger": "node_failure"}, n: 1},
 	}, []string{"OpenSearchRoutedUnroutedShareHigh"}, []string{"OpenSearchRoutedNodeDegraded", "OpenSearchRoutedDiscoveryForbidden", "OpenSearchRoutedRecordsFailing"})
 	must(t, sim.RestartNode(down))
-	waitNodes(t, ctx, prom, byPanel, "the stopped node back", false)
+	waitNodes(t, ctx, prom, byPanel, nodes, "the stopped node back", "")
 
 	// Node unreachable: the collector cannot reach a node that the cluster
 	// keeps (a network cut between them): the exporter holds it dead.
@@ -294,7 +361,7 @@ scrape_configs:
 		{panel: "Unrouted documents by reason", ref: "A", match: map[string]string{"reason": "node_unhealthy"}, n: 1, ok: positive},
 	}, []string{"OpenSearchRoutedNodeDead"}, []string{"OpenSearchRoutedNodeDegraded", "OpenSearchRoutedDiscoveryForbidden", "OpenSearchRoutedRecordsFailing"})
 	proxies[cut].cut.Store(false)
-	waitNodes(t, ctx, prom, byPanel, "the unreachable node alive again and the dead node alert resolved", true)
+	waitNodes(t, ctx, prom, byPanel, nodes, "the unreachable node alive again and the dead node alert resolved", "OpenSearchRoutedNodeDead")
 
 	// Discovery forbidden: node stats polls answered 403.
 	for _, p := range proxies {
@@ -307,34 +374,26 @@ scrape_configs:
 		p.forbidStats.Store(false)
 	}
 
-	// Refused records: one dead-lettered, one failed.
-	refused := refusedLogs()
-	if err := load.sendLogs(ctx, refused); err != nil {
-		t.Fatalf("sending the refused records: %v", err)
+	// Refused records: one dead-lettered, one failed; and one dated an
+	// hour ahead (stored, at risk for steering).
+	for _, ld := range []plog.Logs{refusedLogs(), futureLogs()} {
+		if err := load.sendLogs(ctx, ld); err != nil {
+			t.Fatalf("sending the refused and future-dated records: %v", err)
+		}
 	}
 	ph.run("refused", 0, 30*time.Second, []expect{
 		{panel: "Dead-lettered and failed documents", ref: "A", match: map[string]string{"outcome": "dead_lettered", "signal": "logs"}, n: 1, ok: equals(1)},
 		{panel: "Dead-lettered and failed documents", ref: "A", match: map[string]string{"outcome": "failed", "signal": "logs"}, n: 1, ok: equals(1)},
+		{panel: "Steered documents and records at risk", ref: "B", match: map[string]string{"risk": "future_dated", "signal": "logs"}, n: 1},
 	}, []string{"OpenSearchRoutedRecordsFailing"}, []string{"OpenSearchRoutedNodeDead", "OpenSearchRoutedNodeDegraded"})
 
 	for _, q := range queries {
-		if !checked[q.Panel+"/"+q.RefID] && !notLive[q.Panel] {
+		if !checked[q.Panel+"/"+q.RefID] {
 			t.Errorf("panel %q query %s is checked in no phase", q.Panel, q.RefID)
 		}
 	}
 	load.stop()
 	t.Logf("load: %d requests accepted, %d refused by the collector; test took %v", load.ok.Load(), load.failed.Load(), time.Since(start).Round(time.Millisecond))
-}
-
-// notLive are the panels this test's cluster gives no data: the trace
-// groups and the service map exist only in mapping.mode otel-v1 (the
-// collector here writes SS4O), steering only while a node is marked
-// degraded. Their queries are parsed and their metrics checked against
-// what the collector serves (TestPanelQueriesParse) like every other.
-var notLive = map[string]bool{
-	"Steered documents and records at risk": true,
-	"Trace groups by outcome":               true,
-	"Service map edges by outcome":          true,
 }
 
 var allAlerts = []string{
@@ -422,9 +481,9 @@ func (p *phases) run(name string, minDur, maxDur time.Duration, exps []expect, f
 	}
 }
 
-// waitNodes waits until the node state panel shows three alive nodes (and,
-// with resolved, the dead node alert no longer fires).
-func waitNodes(t *testing.T, ctx context.Context, prom *promAPI, panels map[string]PanelQuery, what string, resolved bool) {
+// waitNodes waits until the node state panel shows n alive nodes (and,
+// unless resolved is "", that alert no longer fires).
+func waitNodes(t *testing.T, ctx context.Context, prom *promAPI, panels map[string]PanelQuery, n int, what, resolved string) {
 	t.Helper()
 	waitUntil(t, ctx, 40*time.Second, what, func() (bool, string) {
 		s, err := prom.query(ctx, Expand(panels["Node state/A"].Expr, rateInterval))
@@ -435,11 +494,11 @@ func waitNodes(t *testing.T, ctx context.Context, prom *promAPI, panels map[stri
 		if err != nil {
 			return false, err.Error()
 		}
-		alive := len(s) == 3
+		alive := len(s) == n
 		for _, x := range s {
 			alive = alive && x.value == 0
 		}
-		return alive && !(resolved && firing["OpenSearchRoutedNodeDead"]), fmt.Sprintf("states %v, firing %v", s, keys(firing))
+		return alive && !firing[resolved], fmt.Sprintf("states %v, firing %v", s, keys(firing))
 	})
 }
 
@@ -555,7 +614,8 @@ func keys(m map[string]bool) []string {
 
 // nodeProxy forwards a node's HTTP port (the node publishes the proxy's
 // address, so the exporter sends everything through it; the nodes' own
-// hops do not pass it); with forbidStats it answers node stats requests
+// hops do not pass it); with bulkDelay it holds each bulk request that
+// long before forwarding it; with forbidStats it answers node stats requests
 // 403, as the security plugin does for a user without
 // cluster:monitor/nodes/stats; with cut it resets every connection, a
 // network cut between the collector and the node. When the node does not
@@ -564,7 +624,8 @@ func keys(m map[string]bool) []string {
 type nodeProxy struct {
 	addr        string
 	forbidStats atomic.Bool
-	cut         atomic.Bool // close every connection without an answer
+	cut         atomic.Bool  // close every connection without an answer
+	bulkDelay   atomic.Int64 // ns each bulk request waits before it is forwarded
 }
 
 func startNodeProxy(t *testing.T, target string) *nodeProxy {
@@ -603,6 +664,9 @@ func startNodeProxy(t *testing.T, target string) *nodeProxy {
 			w.WriteHeader(http.StatusForbidden)
 			_, _ = io.WriteString(w, `{"error":{"root_cause":[{"type":"security_exception","reason":"no permissions for [cluster:monitor/nodes/stats] and User [name=collector]"}],"type":"security_exception","reason":"no permissions for [cluster:monitor/nodes/stats] and User [name=collector]"},"status":403}`)
 			return
+		}
+		if d := time.Duration(p.bulkDelay.Load()); d > 0 && strings.HasSuffix(r.URL.Path, "/_bulk") {
+			time.Sleep(d)
 		}
 		rp.ServeHTTP(w, r)
 	})}
@@ -727,27 +791,59 @@ func loadLogs(now time.Time, seq, n int) plog.Logs {
 	return ld
 }
 
+// loadSpans makes n spans of one moment: two roots with an all-zero span
+// id (which get a content id), then traces of two spans, a root of
+// service frontend and its child of service checkout (their trace group
+// is the root's name; their pair is an edge of the service map).
 func loadSpans(now time.Time, seq, n int) ptrace.Traces {
 	td := ptrace.NewTraces()
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", "checkout")
-	spans := rs.ScopeSpans().AppendEmpty().Spans()
-	for i := range n {
+	resource := func(service string) ptrace.SpanSlice {
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr("service.name", service)
+		return rs.ScopeSpans().AppendEmpty().Spans()
+	}
+	roots, children := resource("frontend"), resource("checkout")
+	span := func(spans ptrace.SpanSlice, k int, kind ptrace.SpanKind, name string) ptrace.Span {
 		sp := spans.AppendEmpty()
-		var tid [16]byte
-		var sid [8]byte
-		binary.BigEndian.PutUint64(tid[:8], uint64(now.UnixNano()))
-		binary.BigEndian.PutUint64(tid[8:], uint64(seq*n+i)+1)
-		if i >= 2 { // the first two keep the all-zero span id
-			binary.BigEndian.PutUint64(sid[:], uint64(seq*n+i)+1)
-		}
-		sp.SetTraceID(tid)
-		sp.SetSpanID(sid)
-		sp.SetName("GET /cart")
+		sp.SetKind(kind)
+		sp.SetName(name)
 		sp.SetStartTimestamp(pcommon.NewTimestampFromTime(now))
 		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(now.Add(time.Millisecond)))
+		if k >= 0 {
+			var sid [8]byte
+			binary.BigEndian.PutUint64(sid[:], uint64(seq*n+k)+1)
+			sp.SetSpanID(sid)
+		}
+		return sp
+	}
+	traceID := func(k int) pcommon.TraceID {
+		var tid [16]byte
+		binary.BigEndian.PutUint64(tid[:8], uint64(now.UnixNano()))
+		binary.BigEndian.PutUint64(tid[8:], uint64(seq*n+k)+1)
+		return tid
+	}
+	for k := range min(n, 2) {
+		span(roots, -1, ptrace.SpanKindServer, "GET /cart").SetTraceID(traceID(k))
+	}
+	for k := 2; k+1 < n; k += 2 {
+		root := span(roots, k, ptrace.SpanKindServer, "GET /cart")
+		root.SetTraceID(traceID(k))
+		child := span(children, k+1, ptrace.SpanKindServer, "cart.lookup")
+		child.SetTraceID(traceID(k))
+		child.SetParentSpanID(root.SpanID())
 	}
 	return td
+}
+
+// futureLogs is one record dated an hour after now: its id is at risk
+// for steering (another attempt, after some node is marked degraded or no
+// longer, could choose another).
+func futureLogs() plog.Logs {
+	ld := plog.NewLogs()
+	lr := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+	lr.SetTimestamp(pcommon.NewTimestampFromTime(time.Now().Add(time.Hour)))
+	lr.Body().SetStr("dated an hour ahead")
+	return ld
 }
 
 // refusedLogs are two records the cluster refuses for good: one dated
