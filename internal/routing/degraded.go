@@ -46,10 +46,17 @@ type writeDetector struct {
 
 	partners atomic.Pointer[partnerMap]
 
-	// The latency per unit of every node's sub-bulks, by size class and
-	// over all (EWMAs, math.Float64bits; see ObserveWrite).
-	classes [sizeClasses]atomic.Uint64
-	overall atomic.Uint64
+	// The latency per unit of the sub-bulks of the nodes not marked
+	// degraded, by size class and over all sizes (see ObserveWrite).
+	classes [sizeClasses]sizeRef
+	overall sizeRef
+}
+
+// sizeRef is an average latency per unit (EWMA, refAlpha) and when it was
+// last fed.
+type sizeRef struct {
+	avg  atomic.Uint64 // math.Float64bits; 0 before the first sample
+	last atomic.Int64  // unix ns
 }
 
 // sizeClasses: a sub-bulk's size class is the bit length of its cost in
@@ -102,7 +109,10 @@ func newWriteDetector(r *Router, cfg DegradedConfig) *writeDetector {
 // by the ratio of the all-sizes reference to its class's (both averages
 // over every node's sub-bulks), which keeps it in ns per unit of a
 // typical sub-bulk and makes a node's average independent of its mix of
-// sizes.
+// sizes. Only the nodes not marked degraded feed the references (a
+// degraded node's own samples would make its size class look normal), and
+// a reference not fed for 10 intervals is not used: the sample is then
+// taken as it is.
 func (r *Router) ObserveWrite(n *Node, elapsed time.Duration, items int, bytes int64) {
 	d := r.writes
 	if d == nil || n == nil || items <= 0 {
@@ -122,19 +132,26 @@ func (r *Router) ObserveWrite(n *Node, elapsed time.Duration, items int, bytes i
 	}
 	if cost > 0 {
 		per := float64(elapsed) / cost
-		class := min(bits.Len64(uint64(cost)), sizeClasses-1)
-		if ref, all := ewmaAdd(&d.classes[class], per), ewmaAdd(&d.overall, per); ref > 0 {
-			elapsed = time.Duration(float64(elapsed) * all / ref)
+		ref := &d.classes[min(bits.Len64(uint64(cost)), sizeClasses-1)]
+		now := r.now().UnixNano()
+		if !n.Degraded() {
+			ref.add(per, now)
+			d.overall.add(per, now)
+		}
+		stale := now - 10*int64(d.out.cfg.Interval)
+		if c, ok := ref.get(stale); ok {
+			if all, ok := d.overall.get(stale); ok {
+				elapsed = time.Duration(float64(elapsed) * all / c)
+			}
 		}
 	}
 	d.out.Observe(d.out.Member(n.ID()), elapsed, cost)
 }
 
-// ewmaAdd adds sample to the average in v (refAlpha) and returns the new
-// average; the first sample sets it.
-func ewmaAdd(v *atomic.Uint64, sample float64) float64 {
+// add feeds sample to the average at now; the first sample sets it.
+func (v *sizeRef) add(sample float64, now int64) {
 	for {
-		old := v.Load()
+		old := v.avg.Load()
 		avg := sample
 		if old != 0 {
 			f := math.Float64frombits(old)
@@ -143,10 +160,17 @@ func ewmaAdd(v *atomic.Uint64, sample float64) float64 {
 		if avg == 0 {
 			avg = math.SmallestNonzeroFloat64
 		}
-		if v.CompareAndSwap(old, math.Float64bits(avg)) {
-			return avg
+		if v.avg.CompareAndSwap(old, math.Float64bits(avg)) {
+			break
 		}
 	}
+	v.last.Store(now)
+}
+
+// get returns the average, false if it was last fed before stale.
+func (v *sizeRef) get(stale int64) (float64, bool) {
+	b := v.avg.Load()
+	return math.Float64frombits(b), b != 0 && v.last.Load() >= stale
 }
 
 // WriteLatency is n's average routed write latency in ns per item (or per

@@ -307,3 +307,33 @@ func TestWriteDetectorReturnsANodeSentOnlySmallSubBulks(t *testing.T) {
 		t.Fatalf("state changes %v", *changes)
 	}
 }
+
+// A degraded node still slow, sent sub-bulks of a size no other node gets
+// (only what steering cannot move): its own samples do not make their
+// size class look normal; it stays degraded.
+func TestWriteDetectorKeepsASlowNodeOfItsOwnSizeClass(t *testing.T) {
+	r, clk, nodes, _ := degradedRouter(t, func(o *Options) { o.Degraded.Outliers.Ratio = 1.5 })
+	lat := func(items int) time.Duration { return time.Millisecond + time.Duration(items)*10*time.Microsecond }
+	for range 50 {
+		for _, name := range []string{"n0", "n1", "n2"} {
+			d := lat(100)
+			if name == "n1" {
+				d += 4 * time.Millisecond
+			}
+			r.ObserveWrite(nodes[name], d, 100, 100*512)
+		}
+		clk.add(100 * time.Millisecond)
+	}
+	if got := degradedSet(nodes); got != "[n1]" {
+		t.Fatalf("degraded %s, want [n1]", got)
+	}
+	for range 350 {
+		r.ObserveWrite(nodes["n0"], lat(100), 100, 100*512)
+		r.ObserveWrite(nodes["n2"], lat(100), 100, 100*512)
+		r.ObserveWrite(nodes["n1"], lat(10)+4*time.Millisecond, 10, 10*512)
+		clk.add(100 * time.Millisecond)
+	}
+	if got := degradedSet(nodes); got != "[n1]" {
+		t.Fatalf("still slow, in a size class of its own: degraded %s, want [n1]", got)
+	}
+}
