@@ -16,7 +16,7 @@ GO_PKGS = $(filter-out $(CLUSTER_PKGS),$(shell $(GO) list $(PKGS)))
 # must not enter the collector's build graph): deploy/monitoring.
 SUBMODULES ?= deploy/monitoring
 # Tests of the cluster packages that start no real cluster (for test-fast).
-REAL_CLUSTER_TESTS ?= RealCluster|RealOpenSearch|TestClusterForms|TestRoutingVectorsAgainstServer|TestSplitKeepsRoutingShards|TestTopologyShapes|TestWriteShapes|TestDataStreamShapes|TestCatShardsRelocatingShape|TestPITShapes|TestPITContextLossAfterKill|TestTinyWriteQueue|TestOrphanedNodesExit
+REAL_CLUSTER_TESTS ?= RealCluster|RealOpenSearch|TestClusterForms|TestRoutingVectorsAgainstServer|TestSplitKeepsRoutingShards|TestTopologyShapes|TestWriteShapes|TestDataStreamShapes|TestCatShardsRelocatingShape|TestPITShapes|TestPITContextLossAfterKill|TestTinyWriteQueue|TestOrphanedNodesExit|TestSecureCluster|TestDifferentialRoles|TestMappingDifferential|TestDelayedRealNode
 
 ## test: gofmt check, go vet, and every test with the race detector. The
 ## packages without real clusters run in parallel; then those with real
