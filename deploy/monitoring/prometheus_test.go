@@ -50,12 +50,12 @@ const rateInterval = "4s"
 // over it by the collector (a second --config): a fourth endpoint, node
 // stats every second, a degraded node back in service 2s after it is fast
 // again, the collector's retry after 1s, small batches, a queue counted in
-// items; and a second exporter, opensearchrouted/otelv1, writing the same
-// spans in mapping.mode otel-v1 (trace groups, service map) through its
-// own traces pipeline.
+// items; and a second exporter, opensearchrouted/otelv1, with the same
+// settings (a YAML merge key), writing the same spans in mapping.mode
+// otel-v1 (trace groups, service map) through its own traces pipeline.
 const testCollectorOverrides = `
 exporters:
-  opensearchrouted:
+  opensearchrouted: &overrides
     endpoints:
       - ${env:OSR_OPENSEARCH_ENDPOINT}
       - ${env:OSR_OPENSEARCH_ENDPOINT_1}
@@ -82,31 +82,10 @@ exporters:
         min_size: 500
         max_size: 1000
   opensearchrouted/otelv1:
-    endpoints:
-      - ${env:OSR_OPENSEARCH_ENDPOINT}
-      - ${env:OSR_OPENSEARCH_ENDPOINT_1}
-      - ${env:OSR_OPENSEARCH_ENDPOINT_2}
-      - ${env:OSR_OPENSEARCH_ENDPOINT_3}
+    <<: *overrides
     mapping:
       mode: otel-v1
     install_templates: true
-    timeout: 5s
-    routing:
-      node_stats_interval: 1s
-    retry_on_failure:
-      enabled: true
-      initial_interval: 1s
-      max_interval: 2s
-      max_elapsed_time: 10m
-    sending_queue:
-      enabled: true
-      num_consumers: 2
-      queue_size: 100000
-      sizer: items
-      batch:
-        flush_timeout: 100ms
-        min_size: 500
-        max_size: 1000
 
 service:
   pipelines:

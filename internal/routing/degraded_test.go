@@ -267,18 +267,20 @@ func TestWriteDetectorMarksTheReturnedNode(t *testing.T) {
 	}
 }
 
-// A sub-bulk's latency has a fixed part, so small ones cost more per item.
-// Once a node is marked, steering sends it only what cannot be steered
-// (small sub-bulks of span-id documents) while the others also take the
-// large ones: judged per item alone, the recovered node would look slow
-// for good. Its latency is compared with the others' for sub-bulks of its
-// size: it returns once it is fast again.
-func TestWriteDetectorReturnsANodeSentOnlySmallSubBulks(t *testing.T) {
-	r, clk, nodes, changes := degradedRouter(t, func(o *Options) { o.Degraded.Outliers.Ratio = 1.5 }) // the exporter's default
-	lat := func(items int) time.Duration { return time.Millisecond + time.Duration(items)*10*time.Microsecond }
+// subBulkLatency is a sub-bulk's latency on a healthy node: a fixed part
+// and a part per item.
+func subBulkLatency(items int) time.Duration {
+	return time.Millisecond + time.Duration(items)*10*time.Microsecond
+}
+
+// markedN1: degradedRouter with the exporter's ratio (1.5), n1 marked
+// degraded after sub-bulks of 100 items 4ms slower than the others'.
+func markedN1(t *testing.T) (*Router, *fakeClock, map[string]*Node, *[]string) {
+	t.Helper()
+	r, clk, nodes, changes := degradedRouter(t, func(o *Options) { o.Degraded.Outliers.Ratio = 1.5 })
 	for range 50 {
 		for _, name := range []string{"n0", "n1", "n2"} {
-			d := lat(100)
+			d := subBulkLatency(100)
 			if name == "n1" {
 				d += 4 * time.Millisecond
 			}
@@ -289,14 +291,25 @@ func TestWriteDetectorReturnsANodeSentOnlySmallSubBulks(t *testing.T) {
 	if got := degradedSet(nodes); got != "[n1]" {
 		t.Fatalf("degraded %s, want [n1]", got)
 	}
+	return r, clk, nodes, changes
+}
+
+// A sub-bulk's latency has a fixed part, so small ones cost more per item.
+// Once a node is marked, steering sends it only what cannot be steered
+// (small sub-bulks of span-id documents) while the others also take the
+// large ones: judged per item alone, the recovered node would look slow
+// for good. Its latency is compared with the others' for sub-bulks of its
+// size: it returns once it is fast again.
+func TestWriteDetectorReturnsANodeSentOnlySmallSubBulks(t *testing.T) {
+	r, clk, nodes, changes := markedN1(t)
 	// Recovered, but sent only small sub-bulks; the others take both. For
 	// longer than the ejection time (30s).
 	for range 350 {
 		for _, name := range []string{"n0", "n2"} {
-			r.ObserveWrite(nodes[name], lat(100), 100, 100*512)
-			r.ObserveWrite(nodes[name], lat(10), 10, 10*512)
+			r.ObserveWrite(nodes[name], subBulkLatency(100), 100, 100*512)
+			r.ObserveWrite(nodes[name], subBulkLatency(10), 10, 10*512)
 		}
-		r.ObserveWrite(nodes["n1"], lat(10), 10, 10*512)
+		r.ObserveWrite(nodes["n1"], subBulkLatency(10), 10, 10*512)
 		clk.add(100 * time.Millisecond)
 	}
 	if got := degradedSet(nodes); got != "[]" {
@@ -312,25 +325,11 @@ func TestWriteDetectorReturnsANodeSentOnlySmallSubBulks(t *testing.T) {
 // (only what steering cannot move): its own samples do not make their
 // size class look normal; it stays degraded.
 func TestWriteDetectorKeepsASlowNodeOfItsOwnSizeClass(t *testing.T) {
-	r, clk, nodes, _ := degradedRouter(t, func(o *Options) { o.Degraded.Outliers.Ratio = 1.5 })
-	lat := func(items int) time.Duration { return time.Millisecond + time.Duration(items)*10*time.Microsecond }
-	for range 50 {
-		for _, name := range []string{"n0", "n1", "n2"} {
-			d := lat(100)
-			if name == "n1" {
-				d += 4 * time.Millisecond
-			}
-			r.ObserveWrite(nodes[name], d, 100, 100*512)
-		}
-		clk.add(100 * time.Millisecond)
-	}
-	if got := degradedSet(nodes); got != "[n1]" {
-		t.Fatalf("degraded %s, want [n1]", got)
-	}
+	r, clk, nodes, _ := markedN1(t)
 	for range 350 {
-		r.ObserveWrite(nodes["n0"], lat(100), 100, 100*512)
-		r.ObserveWrite(nodes["n2"], lat(100), 100, 100*512)
-		r.ObserveWrite(nodes["n1"], lat(10)+4*time.Millisecond, 10, 10*512)
+		r.ObserveWrite(nodes["n0"], subBulkLatency(100), 100, 100*512)
+		r.ObserveWrite(nodes["n2"], subBulkLatency(100), 100, 100*512)
+		r.ObserveWrite(nodes["n1"], subBulkLatency(10)+4*time.Millisecond, 10, 10*512)
 		clk.add(100 * time.Millisecond)
 	}
 	if got := degradedSet(nodes); got != "[n1]" {
