@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 )
 
@@ -66,5 +65,5 @@ func (r *backfillReceiver) saveCheckpoint(ctx context.Context, s *slice) {
 			r.log.Warn("Writing a checkpoint failed; a restart would re-read from the previous one", zap.String("key", s.key), zap.Error(err))
 		}
 	}
-	r.tel.OtelcolOpensearchbackfillCheckpoints.Add(context.WithoutCancel(ctx), 1, metric.WithAttributes(attribute.String("outcome", outcome)))
+	r.tel.OtelcolOpensearchbackfillCheckpoints.Add(context.WithoutCancel(ctx), 1, r.attrs(attribute.String("outcome", outcome)))
 }

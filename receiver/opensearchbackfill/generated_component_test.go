@@ -387,7 +387,8 @@ func checkSeqs(t *testing.T, got map[int64]int, want []int64) {
 
 // checkRecordedAttributes collects the receiver's metrics (its scope only)
 // and checks every data point's attribute keys against the metric's
-// attributes in metadata.yaml; the required metrics must be there.
+// attributes in metadata.yaml, and its receiver attribute against the
+// component id lifecycle gives it; the required metrics must be there.
 func checkRecordedAttributes(t *testing.T, reader *sdkmetric.ManualReader, required []string) {
 	t.Helper()
 	cm, err := confmaptest.LoadConf("metadata.yaml")
@@ -430,6 +431,9 @@ func checkRecordedAttributes(t *testing.T, reader *sdkmetric.ManualReader, requi
 				seen[m.Name] = true
 				if keys := attrKeys(p.Attributes.ToSlice()); strings.Join(keys, ",") != strings.Join(wantKeys, ",") {
 					t.Errorf("%s: a point has attributes %v, metadata.yaml declares %v", m.Name, keys, wantKeys)
+				}
+				if v, _ := p.Attributes.Value("receiver"); v.AsString() != component.NewID(metadata.Type).String() {
+					t.Errorf("%s: a point has receiver %q, want the component id %s", m.Name, v.AsString(), component.NewID(metadata.Type))
 				}
 			}
 		}

@@ -52,6 +52,10 @@ type backfillReceiver struct {
 	obs    *receiverhelper.ObsReport
 	tel    *metadata.TelemetryBuilder
 	ctr    pit.Counters // shared by the slices' paginators
+	// id is the receiver's component id, an attribute of every metric
+	// (receiver, as the receiverhelper's own metrics name it), so that
+	// two instances in one collector report apart.
+	id attribute.KeyValue
 
 	// Set by Start.
 	host    component.Host
@@ -113,6 +117,7 @@ func newReceiver(cfg *Config, set receiver.Settings) (*backfillReceiver, error) 
 		log:   set.Logger,
 		obs:   obs,
 		tel:   tel,
+		id:    attribute.String("receiver", set.ID.String()),
 		done:  make(chan struct{}),
 		sleep: sleepCtx,
 	}, nil
@@ -468,7 +473,7 @@ func (r *backfillReceiver) deliver(ctx context.Context, s *slice, hits []pit.Hit
 			return ctx.Err()
 		}
 		if consumererror.IsPermanent(err) {
-			r.tel.OtelcolOpensearchbackfillDocumentsSkipped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", "permanent")))
+			r.tel.OtelcolOpensearchbackfillDocumentsSkipped.Add(ctx, int64(n), r.attrs(attribute.String("reason", "permanent")))
 			r.log.Error("The pipeline refused a page permanently; its documents are not delivered",
 				zap.Int("slice", s.id), zap.Int("documents", n), zap.Error(err))
 			return nil
@@ -477,7 +482,7 @@ func (r *backfillReceiver) deliver(ctx context.Context, s *slice, hits []pit.Hit
 		if !r.cfg.RetryOnFailure.Enabled || !ok {
 			return fmt.Errorf("the pipeline refused a page of %d documents: %w", n, err)
 		}
-		r.tel.OtelcolOpensearchbackfillConsumerRetries.Add(ctx, 1)
+		r.tel.OtelcolOpensearchbackfillConsumerRetries.Add(ctx, 1, r.attrs())
 		r.log.Debug("The pipeline refused a page; retrying it", zap.Int("slice", s.id), zap.Duration("wait", wait), zap.Error(err))
 		if err := r.sleep(ctx, wait); err != nil {
 			return err
@@ -500,7 +505,7 @@ func (r *backfillReceiver) consume(ctx context.Context, s *slice, hits []pit.Hit
 	}
 	td, skip := s.conv.toTraces(hits)
 	if len(skip) > 0 && first {
-		r.tel.OtelcolOpensearchbackfillDocumentsSkipped.Add(ctx, int64(len(skip)), metric.WithAttributes(attribute.String("reason", "foreign")))
+		r.tel.OtelcolOpensearchbackfillDocumentsSkipped.Add(ctx, int64(len(skip)), r.attrs(attribute.String("reason", "foreign")))
 		r.log.Warn("Documents that are not spans of the SS4O layout were skipped (signal is traces)",
 			zap.Int("slice", s.id), zap.Int("count", len(skip)),
 			zap.String("first_index", skip[0].Index), zap.String("first_id", skip[0].ID), zap.Error(skip[0].Err))
@@ -519,18 +524,24 @@ func (r *backfillReceiver) consume(ctx context.Context, s *slice, hits []pit.Hit
 func (r *backfillReceiver) observe(_ context.Context, o metric.Observer) error {
 	st := r.ctr.Snapshot()
 	t := r.tel
-	o.ObserveInt64(t.OtelcolOpensearchbackfillPitsOpened, st.PITsOpened)
-	o.ObserveInt64(t.OtelcolOpensearchbackfillPitsRecreated, st.PITsRecreated)
-	o.ObserveInt64(t.OtelcolOpensearchbackfillPitsClosed, st.PITsClosed)
-	o.ObserveInt64(t.OtelcolOpensearchbackfillHits, st.HitsEmitted)
-	o.ObserveInt64(t.OtelcolOpensearchbackfillHitsDeduplicated, st.HitsDeduped)
-	o.ObserveInt64(t.OtelcolOpensearchbackfillHitsOutOfOrder, st.HitsOutOfOrder)
-	o.ObserveInt64(t.OtelcolOpensearchbackfillPages, st.PagesEmitted)
-	o.ObserveInt64(t.OtelcolOpensearchbackfillSearchRetries, st.Retries)
+	id := r.attrs()
+	o.ObserveInt64(t.OtelcolOpensearchbackfillPitsOpened, st.PITsOpened, id)
+	o.ObserveInt64(t.OtelcolOpensearchbackfillPitsRecreated, st.PITsRecreated, id)
+	o.ObserveInt64(t.OtelcolOpensearchbackfillPitsClosed, st.PITsClosed, id)
+	o.ObserveInt64(t.OtelcolOpensearchbackfillHits, st.HitsEmitted, id)
+	o.ObserveInt64(t.OtelcolOpensearchbackfillHitsDeduplicated, st.HitsDeduped, id)
+	o.ObserveInt64(t.OtelcolOpensearchbackfillHitsOutOfOrder, st.HitsOutOfOrder, id)
+	o.ObserveInt64(t.OtelcolOpensearchbackfillPages, st.PagesEmitted, id)
+	o.ObserveInt64(t.OtelcolOpensearchbackfillSearchRetries, st.Retries, id)
 	for reason, v := range st.ShardFailures {
-		o.ObserveInt64(t.OtelcolOpensearchbackfillShardFailures, v, metric.WithAttributes(attribute.String("reason", reason)))
+		o.ObserveInt64(t.OtelcolOpensearchbackfillShardFailures, v, r.attrs(attribute.String("reason", reason)))
 	}
 	return nil
+}
+
+// attrs is a measurement's attributes: kv and the receiver's id.
+func (r *backfillReceiver) attrs(kv ...attribute.KeyValue) metric.MeasurementOption {
+	return metric.WithAttributes(append(kv, r.id)...)
 }
 
 // Stats returns the paginator counters of every slice together.
