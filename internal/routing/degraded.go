@@ -106,11 +106,11 @@ func newWriteDetector(r *Router, cfg DegradedConfig) *writeDetector {
 // node marked degraded gets only what steering cannot move (documents
 // with span or attribute ids), in small sub-bulks. So a sample is judged
 // against the sub-bulks of its size class: its latency per unit is scaled
-// by the ratio of the all-sizes reference to its class's (both averages
-// over every node's sub-bulks), which keeps it in ns per unit of a
-// typical sub-bulk and makes a node's average independent of its mix of
-// sizes. Only the nodes not marked degraded feed the references (a
-// degraded node's own samples would make its size class look normal), and
+// by the ratio of the all-sizes reference to its class's, which keeps it
+// in ns per unit of a typical sub-bulk and makes a node's average
+// independent of its mix of sizes. Only the nodes not marked degraded feed
+// the references (a degraded node's own samples would make its size class
+// look normal), and
 // a reference not fed for 10 intervals is not used: the sample is then
 // taken as it is.
 func (r *Router) ObserveWrite(n *Node, elapsed time.Duration, items int, bytes int64) {
@@ -150,20 +150,7 @@ func (r *Router) ObserveWrite(n *Node, elapsed time.Duration, items int, bytes i
 
 // add feeds sample to the average at now; the first sample sets it.
 func (v *sizeRef) add(sample float64, now int64) {
-	for {
-		old := v.avg.Load()
-		avg := sample
-		if old != 0 {
-			f := math.Float64frombits(old)
-			avg = f + refAlpha*(sample-f)
-		}
-		if avg == 0 {
-			avg = math.SmallestNonzeroFloat64
-		}
-		if v.avg.CompareAndSwap(old, math.Float64bits(avg)) {
-			break
-		}
-	}
+	addEWMA(&v.avg, sample, refAlpha)
 	v.last.Store(now)
 }
 

@@ -200,25 +200,31 @@ func (o *Outliers) Observe(m *OutlierMember, d time.Duration, cost float64) {
 		m.reset() // back in service: judged afresh
 		o.changed(m.key, false)
 	}
-	sample := float64(d) / cost
-	for {
-		old := m.ewma.Load()
-		v := sample
-		if old != 0 {
-			f := math.Float64frombits(old)
-			v = f + o.cfg.Alpha*(sample-f)
-		}
-		if v == 0 {
-			v = math.SmallestNonzeroFloat64
-		}
-		if m.ewma.CompareAndSwap(old, math.Float64bits(v)) {
-			break
-		}
-	}
+	addEWMA(&m.ewma, float64(d)/cost, o.cfg.Alpha)
 	m.n.Add(1)
 	m.last.Store(now)
 	if due := o.next.Load(); now >= due && o.next.CompareAndSwap(due, now+int64(o.cfg.Interval)) {
 		o.evaluate(now)
+	}
+}
+
+// addEWMA adds sample to the exponentially weighted average in v
+// (math.Float64bits; 0: no sample yet, so the first sets it) with weight
+// alpha, lock-free. The average is never stored as 0.
+func addEWMA(v *atomic.Uint64, sample, alpha float64) {
+	for {
+		old := v.Load()
+		avg := sample
+		if old != 0 {
+			f := math.Float64frombits(old)
+			avg = f + alpha*(sample-f)
+		}
+		if avg == 0 {
+			avg = math.SmallestNonzeroFloat64
+		}
+		if v.CompareAndSwap(old, math.Float64bits(avg)) {
+			return
+		}
 	}
 }
 
