@@ -69,7 +69,7 @@ func newExporter(cfg *Config, set exporter.Settings, sig signal) (*osExporter, e
 	}
 	e := &osExporter{cfg: cfg, set: set, log: set.Logger, signal: sig, workers: newWorkers(maxIdleWorkers, waitSpin)}
 	e.tel = newTelemetry(tb, sig, set.ID.String())
-	e.steerTel = newSteerTel(sig, e.tel.exporter)
+	e.steerTel = newSteerTel(e.tel)
 	e.targets.init(cfg, sig)
 	if sig == signalTraces && cfg.otelV1() {
 		e.otel = newOtelState(cfg)

@@ -50,11 +50,10 @@ type steerTel struct {
 	risk    [routing.NumRisks]metric.AddOption
 }
 
-func newSteerTel(sig signal, exporter attribute.KeyValue) steerTel {
-	s := attribute.String("signal", sig.String())
-	t := steerTel{steered: metric.WithAttributeSet(attribute.NewSet(s, exporter))}
+func newSteerTel(tel *telemetry) steerTel {
+	t := steerTel{steered: tel.opt(tel.signal)}
 	for r := range t.risk {
-		t.risk[r] = metric.WithAttributeSet(attribute.NewSet(s, exporter, attribute.String("risk", routing.Risk(r).String())))
+		t.risk[r] = tel.opt(tel.signal, attribute.String("risk", routing.Risk(r).String()))
 	}
 	return t
 }
